@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ConsolidationConfig(AppConfig):
+    name = "consolidation"
+    verbose_name = "Consolidation (dreaming)"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class MemoryhubConfig(AppConfig):
+    name = "memoryhub"
+    verbose_name = "MemoryHub"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from memoryhub import signals  # noqa: F401  (history plumbing)
+
+        post_migrate.connect(_reinstall_append_only_triggers, sender=self)
+
+
+def _reinstall_append_only_triggers(using: str = "default", **kwargs: object) -> None:
+    """SQLite rebuilds a table to alter it, which drops its triggers; a flush
+    on either database may have lifted them. Installing is idempotent, so
+    every migrate ends with the append-only triggers in place."""
+    from django.db import connections
+
+    from memoryhub import immutability
+
+    immutability.install(connections[using])

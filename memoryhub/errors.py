@@ -1,0 +1,70 @@
+"""Domain errors: a machine code, an HTTP status and a sentence for a person.
+
+Services raise these; the API's exception handler and the HTMX views turn
+them into responses. Extra keyword arguments travel to the error body
+(`rule`, `limit`, `current_version`, …).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    code = "invalid"
+    status = 400
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "detail": self.detail, **self.extra}
+
+
+class Invalid(DomainError):
+    code = "invalid"
+    status = 400
+
+
+class NotFound(DomainError):
+    code = "not_found"
+    status = 404
+
+
+class PermissionDenied(DomainError):
+    code = "permission_denied"
+    status = 403
+
+
+class LimitExceeded(DomainError):
+    code = "limit_exceeded"
+    status = 422
+
+
+class UnsafeContent(DomainError):
+    code = "unsafe_content"
+    status = 422
+
+
+class VersionConflict(DomainError):
+    code = "version_conflict"
+    status = 412
+
+
+class FourEyes(DomainError):
+    code = "four_eyes"
+    status = 403
+
+
+class StaleProposal(DomainError):
+    code = "stale_proposal"
+    status = 409
+
+
+class NotPending(DomainError):
+    """The proposal was already decided (or superseded); nothing to do."""
+
+    code = "invalid"
+    status = 409

@@ -1,0 +1,479 @@
+"""The core domain: workspaces, agents, memory files and their history,
+proposals, sessions and logs, audit events.
+
+Rules that span models live in services.py; here are state and the small,
+named methods that flip one row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from simple_history.models import HistoricalRecords
+
+
+class Role(models.TextChoices):
+    REVIEWER = "reviewer", "Reviewer"
+    ADMIN = "admin", "Admin"
+    AUDITOR = "auditor", "Auditor"
+
+
+class Strategy(models.TextChoices):
+    FULL = "full", "Full (everything injected)"
+    ON_DEMAND = "on_demand", "On demand (nothing injected)"
+    HYBRID_V1 = "hybrid_v1", "Hybrid v1 (SOUL, ABOUT, USER injected)"
+    HYBRID_V2 = "hybrid_v2", "Hybrid v2 (SOUL, ABOUT, TOOLS injected)"
+
+
+class WritePolicy(models.TextChoices):
+    DIRECT = "direct", "Direct (applied at once, revertible)"
+    REVIEW = "review", "Review (every agent write becomes a proposal)"
+
+
+class Backend(models.TextChoices):
+    HEURISTIC = "heuristic", "Heuristic (offline, deterministic)"
+    LLM = "llm", "LLM (OpenAI-compatible endpoint)"
+
+
+class FileKind(models.TextChoices):
+    SOUL = "SOUL.md", "SOUL.md"
+    ABOUT = "ABOUT.md", "ABOUT.md"
+    TOOLS = "TOOLS.md", "TOOLS.md"
+    USER = "USER.md", "USER.md"
+    MEMORY = "MEMORY.md", "MEMORY.md"
+
+
+AGENT_SCOPED = frozenset({FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS})
+USER_SCOPED = frozenset({FileKind.USER, FileKind.MEMORY})
+# Only MEMORY.md has a soft cap: the write succeeds and the agent is told to
+# compress, because losing a long-term fact is worse than an oversized file.
+SOFT_LIMITED = frozenset({FileKind.MEMORY})
+
+DEFAULT_LIMITS = {
+    FileKind.SOUL: 2000,
+    FileKind.ABOUT: 2000,
+    FileKind.TOOLS: 2000,
+    FileKind.USER: 2000,
+    FileKind.MEMORY: 5000,
+}
+
+
+def scope_of(kind: str) -> str:
+    return "agent" if kind in AGENT_SCOPED else "agent_user"
+
+
+def limit_kind_of(kind: str) -> str:
+    return "soft" if kind in SOFT_LIMITED else "hard"
+
+
+class Source(models.TextChoices):
+    """Where a change came from; recorded on proposals and history rows."""
+
+    AGENT = "agent", "Agent (memory tool)"
+    ADMIN = "admin", "Admin (persona editor)"
+    CONSOLIDATION = "consolidation", "Consolidation (dreaming)"
+    ROLLBACK = "rollback", "Rollback"
+    REVIEWER = "reviewer", "Reviewer edit"
+
+
+class Workspace(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class MembershipQuerySet(models.QuerySet["Membership"]):
+    def for_user(self, user: Any) -> MembershipQuerySet:
+        return self.filter(user=user, user__is_active=True)
+
+
+class Membership(models.Model):
+    """A staff user's role in one workspace. One role per user and workspace."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MembershipQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="membership_user_workspace_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.role} · {self.workspace}"
+
+
+class AgentQuerySet(models.QuerySet["Agent"]):
+    def active(self) -> AgentQuerySet:
+        return self.filter(is_active=True)
+
+
+class Agent(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="agents")
+    # Staff API paths name agents by slug alone, so slugs are unique globally.
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True)
+
+    strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.HYBRID_V2)
+    write_policy = models.CharField(max_length=8, choices=WritePolicy.choices, default=WritePolicy.DIRECT)
+
+    limit_soul = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.SOUL])
+    limit_about = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.ABOUT])
+    limit_tools = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.TOOLS])
+    limit_user = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.USER])
+    limit_memory = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.MEMORY])
+
+    gate_hours = models.PositiveIntegerField(default=24, help_text="Minimum hours between consolidation runs.")
+    gate_sessions = models.PositiveIntegerField(default=5, help_text="Ended sessions needed before a run.")
+    consolidation_backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.HEURISTIC)
+    daily_budget_usd = models.DecimalField(
+        max_digits=10, decimal_places=4, default=5, help_text="Consolidation spend cap per UTC day."
+    )
+    staleness_ttl_days = models.PositiveIntegerField(
+        default=90, help_text="A file not changed for this many days is reported as stale (0 = never)."
+    )
+    token_encoding = models.CharField(max_length=32, default="o200k_base")
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = AgentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def limit_for(self, kind: str) -> int:
+        return {
+            FileKind.SOUL: self.limit_soul,
+            FileKind.ABOUT: self.limit_about,
+            FileKind.TOOLS: self.limit_tools,
+            FileKind.USER: self.limit_user,
+            FileKind.MEMORY: self.limit_memory,
+        }[FileKind(kind)]
+
+
+class ToolSetting(models.Model):
+    """A tool the agent can call; the source of the auto-generated tool section."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=64)
+    description = models.TextField(blank=True)
+    parameters = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["agent", "position", "name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="tool_agent_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.agent}:{self.name}"
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def usable(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True, agent__is_active=True)
+
+
+class ApiKey(models.Model):
+    """An agent's key. Only the SHA-256 of the key is stored: keys carry 256
+    bits of randomness, so a fast hash is as safe as a slow one here and keeps
+    authentication cheap on every request."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.agent})"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class StaffToken(models.Model):
+    """A staff user's personal API token, hashed like agent keys."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+
+class MemoryHistoryBase(models.Model):
+    """Extra columns on every memory history row: who (besides history_user),
+    from where, through which proposal and with whose approval."""
+
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.AGENT)
+    actor_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_constraint=True
+    )
+    proposal = models.ForeignKey(
+        "memoryhub.Proposal", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        abstract = True
+
+
+class MemoryFileQuerySet(models.QuerySet["MemoryFile"]):
+    def for_agent(self, agent: Agent) -> MemoryFileQuerySet:
+        return self.filter(agent=agent)
+
+    def agent_scope(self) -> MemoryFileQuerySet:
+        return self.filter(user_ref="", kind__in=AGENT_SCOPED)
+
+    def for_pair(self, agent: Agent, user_ref: str) -> MemoryFileQuerySet:
+        """The agent's own files plus this one user's files, never another user's."""
+        return self.filter(agent=agent).filter(
+            Q(user_ref="", kind__in=AGENT_SCOPED) | Q(user_ref=user_ref, kind__in=USER_SCOPED)
+        )
+
+    def existing(self) -> MemoryFileQuerySet:
+        return self.exclude(content="")
+
+
+class MemoryFile(models.Model):
+    """The served content of one file. Every saved change is one immutable
+    history row; the row itself is never deleted (empty content = absent)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="files")
+    user_ref = models.CharField(max_length=255, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=FileKind.choices)
+    content = models.TextField(blank=True, default="")
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    history = HistoricalRecords(bases=[MemoryHistoryBase], cascade_delete_history=False)
+
+    objects = MemoryFileQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["agent", "user_ref", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "user_ref", "kind"], name="memoryfile_agent_user_kind_unique"),
+            models.CheckConstraint(
+                condition=(Q(user_ref="") & Q(kind__in=list(AGENT_SCOPED)))
+                | (~Q(user_ref="") & Q(kind__in=list(USER_SCOPED))),
+                name="memoryfile_scope_matches_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        suffix = f" [{self.user_ref}]" if self.user_ref else ""
+        return f"{self.agent.slug}/{self.kind}{suffix} v{self.version}"
+
+    @property
+    def exists(self) -> bool:
+        return self.content != ""
+
+    @property
+    def scope(self) -> str:
+        return scope_of(self.kind)
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    STALE = "stale", "Stale"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class ProposalQuerySet(models.QuerySet["Proposal"]):
+    def pending(self) -> ProposalQuerySet:
+        return self.filter(status=ProposalStatus.PENDING)
+
+    def for_file(self, agent: Agent, kind: str, user_ref: str) -> ProposalQuerySet:
+        return self.filter(agent=agent, kind=kind, user_ref=user_ref)
+
+    def in_workspaces(self, workspace_ids: Any) -> ProposalQuerySet:
+        return self.filter(agent__workspace_id__in=workspace_ids)
+
+
+class Proposal(models.Model):
+    """A pending change to one memory file, whatever made it. It names the
+    file by (agent, user_ref, kind) rather than by row, because a proposal
+    may create a file that was never written."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="proposals")
+    user_ref = models.CharField(max_length=255, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=FileKind.choices)
+    base_version = models.PositiveIntegerField()
+    base_content = models.TextField(blank=True, default="")
+    proposed_content = models.TextField(blank=True, default="")
+    diff = models.TextField(blank=True, default="")
+    # [{"kind": "add|update|merge|supersede|expire|drop|edit", "summary": str,
+    #   "reason": str, "evidence": [log entry ids]}]
+    rationale = models.JSONField(default=list, blank=True)
+    reason = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    status = models.CharField(max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
+
+    author_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="authored_proposals"
+    )
+    author_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="authored_proposals"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="decided_proposals"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True, default="")
+    applied_version = models.PositiveIntegerField(null=True, blank=True)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    objects = ProposalQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="proposal_status_created"),
+            models.Index(fields=["agent", "user_ref", "kind", "status"], name="proposal_file_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Proposal #{self.pk} {self.agent.slug}/{self.kind} ({self.status})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ProposalStatus.PENDING
+
+    @property
+    def author_label(self) -> str:
+        if self.author_user_id:
+            return f"user:{self.author_user}"
+        if self.author_agent_id:
+            return f"agent:{self.author_agent}"
+        return self.source
+
+    def mark_stale(self) -> None:
+        self.status = ProposalStatus.STALE
+        self.save(update_fields=["status"])
+
+
+class AgentSession(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    user_ref = models.CharField(max_length=255)
+    external_id = models.CharField(max_length=255, blank=True, default="")
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # {"SOUL.md": 3, "MEMORY.md": 0, …, "tools": "<digest>"}: enough for an
+    # auditor to rebuild what the agent saw from history.
+    snapshot = models.JSONField(default=dict, blank=True)
+    # The exact assembled context served at start, returned byte for byte
+    # by GET /context?session=… for the rest of the session.
+    context = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["agent", "user_ref", "ended_at"], name="session_pair_ended")]
+
+    def __str__(self) -> str:
+        return f"Session #{self.pk} {self.agent.slug}/{self.user_ref}"
+
+    @property
+    def is_ended(self) -> bool:
+        return self.ended_at is not None
+
+
+class LogRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+    NOTE = "note", "Note"
+
+
+class LogEntry(models.Model):
+    """One append-only line of a session log: the event store that
+    consolidation projects into memory. The database refuses UPDATE/DELETE."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.PROTECT, related_name="entries")
+    # Denormalised from the session so every log query can be scoped to one
+    # agent and user without a join.
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="+")
+    user_ref = models.CharField(max_length=255)
+    role = models.CharField(max_length=16, choices=LogRole.choices)
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name_plural = "log entries"
+        indexes = [models.Index(fields=["agent", "user_ref", "id"], name="logentry_pair_id")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.role}: {self.content[:40]}"
+
+
+class AuditEvent(models.Model):
+    """Append-only record of every action; the database refuses UPDATE/DELETE."""
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    action = models.CharField(max_length=64, db_index=True)
+    workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
+    user_ref = models.CharField(max_length=255, blank=True, default="")
+    target_type = models.CharField(max_length=32, blank=True, default="")
+    target_id = models.CharField(max_length=64, blank=True, default="")
+    summary = models.CharField(max_length=500, blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.action} {self.target_type}:{self.target_id}"
+
+    @property
+    def actor_label(self) -> str:
+        if self.actor_user_id:
+            return f"user:{self.actor_user}"
+        if self.actor_agent_id:
+            return f"agent:{self.actor_agent}"
+        return "system"

@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ReviewsConfig(AppConfig):
+    name = "reviews"
+    verbose_name = "Reviews"
+    default_auto_field = "django.db.models.BigAutoField"

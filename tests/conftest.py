@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+
+def require_services() -> bool:
+    """Under CI (MEMORYHUB_REQUIRE_SERVICES=1) a test that needs PostgreSQL
+    or Redis must fail when the service is missing, never skip."""
+    return bool(settings.MEMORYHUB_REQUIRE_SERVICES)
+
+
+def needs_postgres() -> None:
+    if connection.vendor != "postgresql":
+        if require_services():
+            pytest.fail("This test needs PostgreSQL: set DATABASE_URL to a PostgreSQL database.")
+        pytest.skip("needs PostgreSQL (set DATABASE_URL); runs in CI")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_around_append_only_triggers() -> Iterator[None]:
+    """Transactional tests end with a flush (TRUNCATE on PostgreSQL, DELETE on
+    SQLite) that the append-only triggers rightly refuse. Lift them for that
+    flush alone: replica mode on PostgreSQL, drop-and-recreate on SQLite."""
+    from memoryhub import immutability
+
+    ops_class = type(connection.ops)
+    original = ops_class.execute_sql_flush
+
+    def execute_sql_flush(self, sql_list):  # type: ignore[no-untyped-def]
+        conn = self.connection
+        if conn.vendor == "postgresql":
+            with conn.cursor() as cursor:
+                cursor.execute("SET session_replication_role = replica")
+            try:
+                return original(self, sql_list)
+            finally:
+                with conn.cursor() as cursor:
+                    cursor.execute("SET session_replication_role = origin")
+        immutability.uninstall(conn)
+        try:
+            return original(self, sql_list)
+        finally:
+            immutability.install(conn)
+
+    ops_class.execute_sql_flush = execute_sql_flush
+    yield
+    ops_class.execute_sql_flush = original
+
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
