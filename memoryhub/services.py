@@ -828,8 +828,11 @@ def hash_secret(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+_PREFIX_HEX = 8
+
+
 def _new_secret(kind_prefix: str) -> tuple[str, str]:
-    prefix = kind_prefix + secrets.token_hex(4)
+    prefix = kind_prefix + secrets.token_hex(_PREFIX_HEX // 2)
     return prefix, f"{prefix}_{secrets.token_urlsafe(32)}"
 
 
@@ -863,9 +866,9 @@ def issue_staff_token(*, user: Any, name: str = "") -> tuple[StaffToken, str]:
     return token, raw
 
 
-def _split_prefix(raw: str) -> str:
-    prefix, _, _ = raw.rpartition("_")
-    return prefix
+def _split_prefix(raw: str, kind_prefix: str) -> str:
+    # The secret part is urlsafe base64 and may itself contain "_": cut by length.
+    return raw[: len(kind_prefix) + _PREFIX_HEX]
 
 
 def agent_for_key(raw: str) -> tuple[Agent, ApiKey] | None:
@@ -873,7 +876,8 @@ def agent_for_key(raw: str) -> tuple[Agent, ApiKey] | None:
     Looks up by the visible prefix, then compares hashes in constant time."""
     if not raw.startswith(AGENT_KEY_PREFIX):
         return None
-    key = ApiKey.objects.usable().select_related("agent__workspace").filter(prefix=_split_prefix(raw)).first()
+    prefix = _split_prefix(raw, AGENT_KEY_PREFIX)
+    key = ApiKey.objects.usable().select_related("agent__workspace").filter(prefix=prefix).first()
     if key is None or not hmac.compare_digest(key.key_hash, hash_secret(raw)):
         return None
     return key.agent, key
@@ -884,7 +888,7 @@ def user_for_token(raw: str) -> tuple[Any, StaffToken] | None:
         return None
     token = (
         StaffToken.objects.select_related("user")
-        .filter(prefix=_split_prefix(raw), revoked_at__isnull=True, user__is_active=True)
+        .filter(prefix=_split_prefix(raw, STAFF_TOKEN_PREFIX), revoked_at__isnull=True, user__is_active=True)
         .first()
     )
     if token is None or not hmac.compare_digest(token.key_hash, hash_secret(raw)):

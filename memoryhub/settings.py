@@ -130,6 +130,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # A file, not :memory:, so a worker subprocess in a test sees the test
+    # data; one per test process, so parallel runs never share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -148,6 +151,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the apps' and project's static folders, so `make run`
+# and the tests need no collectstatic; production still collects at build.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -194,7 +201,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "consolidation-gate": {
+        "task": "consolidation.tasks.run_gate_task",
+        "schedule": env_float("MEMORYHUB_GATE_INTERVAL_SECONDS", 300),
+    },
+    "consolidation-sweep": {
+        "task": "consolidation.tasks.sweep_expired_runs_task",
+        "schedule": env_float("MEMORYHUB_SWEEP_INTERVAL_SECONDS", 60),
+    },
+}
 CELERY_TIMEZONE = "UTC"
 
 # --- REST API -----------------------------------------------------------------
@@ -229,6 +245,15 @@ OPENAI_API_KEY = env("OPENAI_API_KEY")
 OPENAI_MODEL = env("OPENAI_MODEL", "gpt-4o-mini")
 OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 60.0)
 OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 2)
+# USD per million tokens, for the spend shown per agent per day and the budget.
+OPENAI_PRICE_INPUT_PER_MTOK = env_float("OPENAI_PRICE_INPUT_PER_MTOK", 0.15)
+OPENAI_PRICE_OUTPUT_PER_MTOK = env_float("OPENAI_PRICE_OUTPUT_PER_MTOK", 0.60)
+
+# --- consolidation (dreaming) ---------------------------------------------------
+# A running run's lease. Longer than the task's hard time limit, so the sweep
+# never re-queues a run whose worker is still alive.
+MEMORYHUB_RUN_LEASE_SECONDS = env_int("MEMORYHUB_RUN_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 60)
+MEMORYHUB_RUN_MAX_ATTEMPTS = env_int("MEMORYHUB_RUN_MAX_ATTEMPTS", 3)
 
 # --- MemoryHub ------------------------------------------------------------------
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.

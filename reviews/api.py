@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memoryhub import errors, services
-from memoryhub.api import FILE_PARAM, USER_PARAM, parse_input, user_param
+from memoryhub.api import FILE_PARAM, USER_PARAM, TextField, parse_input, user_param
 from memoryhub.models import FileKind, Proposal, ProposalStatus, Source
 from memoryhub.rest import StaffAPIView, error_responses
 from reviews import access
@@ -131,7 +131,7 @@ class ProposalDetailView(StaffAPIView):
 
 class ProposalApproveView(StaffAPIView):
     class InputSerializer(serializers.Serializer):
-        comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+        comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
 
     class OutputSerializer(serializers.Serializer):
         status = serializers.CharField()
@@ -219,7 +219,7 @@ class FileVersionsView(StaffAPIView):
 class FileRollbackView(StaffAPIView):
     class InputSerializer(serializers.Serializer):
         version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
-        reason = serializers.CharField(max_length=1000)
+        reason = TextField(max_length=1000)
 
     class OutputSerializer(serializers.Serializer):
         version = serializers.IntegerField()

@@ -237,7 +237,8 @@ def test_reject_needs_a_comment_and_changes_nothing_served(agent, admin, reviewe
 
 
 def test_a_newer_consolidation_proposal_supersedes_the_older(agent):
-    first = services.propose_change(agent=agent, kind="USER.md", user_ref="u1", content="- a", source=Source.CONSOLIDATION)
+    first = services.propose_change(agent=agent, kind="USER.md", user_ref="u1", content="- a",
+                                    source=Source.CONSOLIDATION)
     second = services.propose_change(agent=agent, kind="USER.md", user_ref="u1", content="- a\n- b",
                                      source=Source.CONSOLIDATION)
     first.refresh_from_db()

@@ -1,0 +1,83 @@
+# MemoryHub developer tasks (GNU make).
+#
+#   make run    install, migrate, seed the demo once, then start the web server
+#               on http://127.0.0.1:8000/ with a Celery worker and beat
+#               (SQLite and the filesystem broker under var/; Ctrl-C stops all)
+#   make test   install, then pytest (pass options with PYTEST_ARGS="-k foo")
+#   make lint   ruff check
+#   make lock   regenerate requirements.lock from .venv
+#   make clean  remove var/ and .venv
+#   make bench  run the context API benchmark
+#
+# Environment variables pass through unchanged: DATABASE_URL and REDIS_URL
+# switch the database and broker/cache (see README.md, "Configuration").
+
+PYTHON ?= python3
+VENV := .venv
+VENV_PYTHON := $(VENV)/bin/python
+INSTALL_STAMP := $(VENV)/.installed
+LOCK := requirements.lock
+VAR_DIR := $(if $(MEMORYHUB_VAR_DIR),$(MEMORYHUB_VAR_DIR),var)
+SEED_STAMP := $(VAR_DIR)/.demo-seeded
+MANAGE := $(VENV_PYTHON) manage.py
+PYTEST_ARGS ?=
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.DEFAULT_GOAL := install
+.PHONY: install run migrate test lint lock clean bench
+
+install: $(INSTALL_STAMP)
+
+$(VENV_PYTHON):
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+		echo "error: '$(PYTHON)' not found. MemoryHub needs Python 3.11 or newer; run e.g. 'make PYTHON=python3.12'." >&2; \
+		exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "error: MemoryHub needs Python 3.11 or newer, but '$(PYTHON)' is $$($(PYTHON) -c 'import platform; print(platform.python_version())')." >&2; \
+		echo "       Install a newer Python and run e.g. 'make PYTHON=python3.12'." >&2; \
+		exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Reruns only when requirements.lock changes (or the venv is new).
+$(INSTALL_STAMP): $(LOCK) | $(VENV_PYTHON)
+	$(VENV_PYTHON) -m pip install -r $(LOCK)
+	@touch $@
+
+migrate: install
+	$(MANAGE) migrate --noinput
+
+# seed_demo is idempotent; the stamp only saves its run time on every start.
+$(SEED_STAMP): | migrate
+	$(MANAGE) seed_demo
+	@mkdir -p $(VAR_DIR)
+	@touch $@
+
+run: migrate $(SEED_STAMP)
+	exec scripts/run_dev.sh
+
+test: install
+	$(VENV_PYTHON) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+# Add or bump a dependency in pyproject.toml, install it into .venv
+# (.venv/bin/pip install -e '.[dev]'), then run `make lock`.
+lock: | $(VENV_PYTHON)
+	@{ \
+		echo "# Every package MemoryHub needs, pinned, including the dev/test extras."; \
+		echo "# Generated from .venv by 'make lock' (pip freeze --exclude-editable); do not edit."; \
+		echo "# To change it: edit pyproject.toml, '.venv/bin/pip install -e \".[dev]\"', 'make lock'."; \
+		echo "# Install with: pip install -r requirements.lock"; \
+		$(VENV_PYTHON) -m pip freeze --exclude-editable; \
+	} > $(LOCK).tmp
+	@mv $(LOCK).tmp $(LOCK)
+	@touch $(INSTALL_STAMP)
+	@echo "wrote $(LOCK) ($$(grep -c '==' $(LOCK)) packages)"
+
+clean:
+	rm -rf var $(VENV)
+
+bench: install
+	$(VENV_PYTHON) bench/context_api.py

@@ -1,0 +1,307 @@
+"""The agents' REST API (API.md, "Agents"). Each view parses input, calls one
+domain function and shapes the answer; the key in the Authorization header
+names the agent, so no path can reach another agent's data."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memoryhub import context, errors, search, services
+from memoryhub.models import FileKind, LogRole, ToolSetting
+from memoryhub.rest import AgentAPIView, error_responses
+
+FILE_PARAM = OpenApiParameter(
+    "file", str, OpenApiParameter.PATH, enum=FileKind.values, description="One of the five memory files."
+)
+USER_PARAM = OpenApiParameter(
+    "user", str, OpenApiParameter.QUERY, description="The end user's reference (USER.md and MEMORY.md only)."
+)
+_IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,9})"?\s*$')
+
+
+class TextField(serializers.CharField):
+    """A CharField that takes only JSON strings: DRF would turn 5 into "5",
+    and a number where text belongs is a client bug worth reporting."""
+
+    default_error_messages = {"not_text": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text")
+        return super().to_internal_value(data)  # type: ignore[no-any-return]
+
+
+def user_param(request: Request, *, required: bool = True) -> str | None:
+    user_ref = request.query_params.get("user")
+    if user_ref is None or user_ref == "":
+        if required:
+            raise errors.Invalid("Pass the end user as ?user=<user_ref>.", field="user")
+        return None
+    return services.validate_user_ref(user_ref)
+
+
+def parse_if_match(value: str | None) -> int | None:
+    if value is None:
+        return None
+    match = _IF_MATCH.match(value)
+    if match is None:
+        raise errors.Invalid('If-Match must be the file version in quotes, like "3".', field="If-Match")
+    return int(match.group(1))
+
+
+def parse_input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise errors.Invalid("The request body must be a JSON object.")
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class ContextView(AgentAPIView):
+    class OutputSerializer(serializers.Serializer):
+        agent = serializers.CharField()
+        user = serializers.CharField()
+        strategy = serializers.CharField()
+        system_prompt = serializers.CharField()
+        sections = serializers.ListField(child=serializers.DictField())
+        tokens = serializers.IntegerField()
+        token_counter = serializers.DictField()
+        on_demand = serializers.ListField(child=serializers.CharField())
+        snapshot = serializers.DictField()
+        etag = serializers.CharField()
+        session = serializers.IntegerField(required=False)
+
+    @extend_schema(
+        operation_id="get_context",
+        parameters=[
+            OpenApiParameter("user", str, OpenApiParameter.QUERY, required=True),
+            OpenApiParameter("session", int, OpenApiParameter.QUERY, description="A session's frozen snapshot."),
+        ],
+        responses={200: OutputSerializer, 304: OpenApiResponse(description="Not modified"),
+                   **error_responses(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        user_ref = user_param(request)
+        session_id = request.query_params.get("session")
+        if session_id:
+            session = services.get_session(agent=self.agent, session_id=session_id, user_ref=user_ref)
+            payload = {**session.context, "session": session.pk}
+        else:
+            payload = context.cached_context(agent=self.agent, user_ref=user_ref or "")
+        etag = f'"{payload["etag"]}"'
+        if etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        return Response(payload, headers={"ETag": etag})
+
+
+class MemorySearchView(AgentAPIView):
+    class OutputSerializer(serializers.Serializer):
+        results = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        operation_id="search_memory",
+        parameters=[
+            OpenApiParameter("q", str, OpenApiParameter.QUERY, required=True),
+            USER_PARAM,
+            OpenApiParameter("limit", int, OpenApiParameter.QUERY, description="1–50, default 10."),
+        ],
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        limit_raw = request.query_params.get("limit", "10")
+        try:
+            limit = int(limit_raw)
+        except ValueError as exc:
+            raise errors.Invalid("limit must be a whole number from 1 to 50.", field="limit") from exc
+        hits = search.search(agent=self.agent, user_ref=user_param(request, required=False), query=query, limit=limit)
+        return Response({"results": [hit.as_dict() for hit in hits]})
+
+
+class MemoryFileView(AgentAPIView):
+    class InputSerializer(serializers.Serializer):
+        content = TextField(allow_blank=True, trim_whitespace=False, max_length=200_000)
+        reason = TextField(allow_blank=True, required=False, default="", max_length=1000)
+
+    class ReadSerializer(serializers.Serializer):
+        file = serializers.CharField()
+        scope = serializers.ChoiceField(choices=["agent", "agent_user"])
+        exists = serializers.BooleanField()
+        content = serializers.CharField()
+        version = serializers.IntegerField()
+        chars = serializers.IntegerField()
+        limit = serializers.IntegerField()
+        limit_kind = serializers.ChoiceField(choices=["hard", "soft"])
+        updated_at = serializers.DateTimeField(allow_null=True)
+        stale = serializers.BooleanField()
+        blocked = serializers.ListField(child=serializers.CharField())
+
+    class WrittenSerializer(serializers.Serializer):
+        file = serializers.CharField()
+        version = serializers.IntegerField()
+        chars = serializers.IntegerField()
+        warning = serializers.CharField(required=False)
+
+    class PendingSerializer(serializers.Serializer):
+        proposal = serializers.IntegerField()
+        status = serializers.CharField()
+
+    @extend_schema(
+        operation_id="read_memory",
+        parameters=[FILE_PARAM, USER_PARAM],
+        responses={200: ReadSerializer, **error_responses(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request, file: str) -> Response:
+        view = services.read_memory(agent=self.agent, kind=file, user_ref=user_param(request, required=False))
+        served = context.serve_untrusted(view.content)
+        return Response(
+            {
+                "file": view.kind,
+                "scope": view.scope,
+                "exists": view.exists,
+                "content": served.text,
+                "version": view.version,
+                "chars": view.chars,
+                "limit": view.limit,
+                "limit_kind": view.limit_kind,
+                "updated_at": view.updated_at,
+                "stale": view.stale,
+                "blocked": list(served.blocked),
+            }
+        )
+
+    @extend_schema(
+        operation_id="write_memory",
+        parameters=[
+            FILE_PARAM,
+            USER_PARAM,
+            OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='Expected version, e.g. "3".'),
+        ],
+        request=InputSerializer,
+        responses={
+            200: WrittenSerializer,
+            202: PendingSerializer,
+            **error_responses(400, 401, 403, 404, 412, 422, 429),
+        },
+    )
+    def put(self, request: Request, file: str) -> Response:
+        data = parse_input(self.InputSerializer, request.data)
+        result = services.write_memory(
+            agent=self.agent,
+            kind=file,
+            user_ref=user_param(request, required=False),
+            content=data["content"],
+            reason=data["reason"],
+            expected_version=parse_if_match(request.headers.get("If-Match")),
+        )
+        if result.proposal is not None:
+            return Response({"proposal": result.proposal.pk, "status": "pending"}, status=status.HTTP_202_ACCEPTED)
+        body: dict[str, Any] = {"file": file, "version": result.version, "chars": result.chars}
+        if result.warning:
+            body["warning"] = result.warning
+        return Response(body, headers={"ETag": f'"{result.version}"'})
+
+
+class ToolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True, required=False)
+    parameters = serializers.DictField(required=False)
+
+
+class ToolsView(AgentAPIView):
+    class InputSerializer(serializers.Serializer):
+        tools = ToolSerializer(many=True)
+
+    class OutputSerializer(serializers.Serializer):
+        tools = ToolSerializer(many=True)
+
+    @staticmethod
+    def shape(tools: list[ToolSetting]) -> dict[str, Any]:
+        return {"tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]}
+
+    @extend_schema(operation_id="list_tools", responses={200: OutputSerializer, **error_responses(401, 403, 429)})
+    def get(self, request: Request) -> Response:
+        return Response(self.shape(list(ToolSetting.objects.filter(agent=self.agent))))
+
+    @extend_schema(
+        operation_id="replace_tools",
+        request=InputSerializer,
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 422, 429)},
+    )
+    def put(self, request: Request) -> Response:
+        if not isinstance(request.data, dict) or "tools" not in request.data:
+            raise errors.Invalid("Send {\"tools\": [{name, description, parameters}, …]}.", field="tools")
+        return Response(self.shape(services.replace_tools(agent=self.agent, tools=request.data["tools"])))
+
+
+class SessionsView(AgentAPIView):
+    class InputSerializer(serializers.Serializer):
+        user = TextField(max_length=255, trim_whitespace=False)
+        external_id = TextField(max_length=255, required=False, default="", allow_blank=True)
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        user = serializers.CharField()
+        started_at = serializers.DateTimeField()
+        snapshot = serializers.DictField()
+
+    @extend_schema(
+        operation_id="start_session",
+        request=InputSerializer,
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 429)},
+    )
+    def post(self, request: Request) -> Response:
+        data = parse_input(self.InputSerializer, request.data)
+        session = services.start_session(agent=self.agent, user_ref=data["user"], external_id=data["external_id"])
+        return Response(
+            {"id": session.pk, "user": session.user_ref, "started_at": session.started_at,
+             "snapshot": session.snapshot},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class SessionLogView(AgentAPIView):
+    class EntrySerializer(serializers.Serializer):
+        role = serializers.ChoiceField(choices=LogRole.values)
+        content = serializers.CharField(trim_whitespace=False)
+
+    class InputSerializer(serializers.Serializer):
+        entries = serializers.ListField(child=serializers.DictField())
+
+    class OutputSerializer(serializers.Serializer):
+        appended = serializers.IntegerField()
+        last_id = serializers.IntegerField()
+
+    @extend_schema(
+        operation_id="append_session_log",
+        request=inline_serializer("LogInput", fields={"entries": EntrySerializer(many=True)}),
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        session = services.get_session(agent=self.agent, session_id=session_id)
+        if not isinstance(request.data, dict):
+            raise errors.Invalid("The request body must be a JSON object with entries.")
+        rows = services.append_log(session=session, entries=request.data.get("entries"))  # type: ignore[arg-type]
+        return Response({"appended": len(rows), "last_id": rows[-1].pk}, status=status.HTTP_201_CREATED)
+
+
+class SessionEndView(AgentAPIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        ended_at = serializers.DateTimeField()
+
+    @extend_schema(
+        operation_id="end_session", request=None,
+        responses={200: OutputSerializer, **error_responses(401, 403, 404, 429)},
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        session = services.end_session(
+            session=services.get_session(agent=self.agent, session_id=session_id)
+        )
+        return Response({"id": session.pk, "ended_at": session.ended_at})

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from memoryhub import api
+
+urlpatterns = [
+    path("context", api.ContextView.as_view(), name="api-context"),
+    # Before the file route, so "search" is never taken for a file name.
+    path("memory/search", api.MemorySearchView.as_view(), name="api-memory-search"),
+    path("memory/<str:file>", api.MemoryFileView.as_view(), name="api-memory-file"),
+    path("tools", api.ToolsView.as_view(), name="api-tools"),
+    path("sessions", api.SessionsView.as_view(), name="api-sessions"),
+    path("sessions/<int:session_id>/log", api.SessionLogView.as_view(), name="api-session-log"),
+    path("sessions/<int:session_id>/end", api.SessionEndView.as_view(), name="api-session-end"),
+]

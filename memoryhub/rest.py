@@ -1,0 +1,159 @@
+"""REST plumbing shared by every app's API: the error body, throttles and
+the two base views (agent routes and staff routes)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiResponse, inline_serializer
+from rest_framework import exceptions, serializers, status, throttling
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub import errors
+from memoryhub.authentication import AgentAuth, BearerAuthentication, IsAgent, IsStaff, SessionAuthentication
+from memoryhub.models import Agent
+
+logger = logging.getLogger(__name__)
+
+_DRF_CODES: list[tuple[type[Exception], str]] = [
+    (exceptions.NotAuthenticated, "not_authenticated"),
+    (exceptions.AuthenticationFailed, "not_authenticated"),
+    (exceptions.PermissionDenied, "permission_denied"),
+    (exceptions.NotFound, "not_found"),
+    (exceptions.Throttled, "throttled"),
+    (exceptions.MethodNotAllowed, "method_not_allowed"),
+    (exceptions.UnsupportedMediaType, "unsupported_media_type"),
+    (exceptions.NotAcceptable, "not_acceptable"),
+    (exceptions.ParseError, "invalid"),
+    (exceptions.ValidationError, "invalid"),
+]
+
+
+def _first_message(detail: Any, path: str = "") -> tuple[str, str]:
+    """The first human message in a DRF error detail, with the field it is about."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            field = key if key != "non_field_errors" else ""
+            return _first_message(value, f"{path}.{field}" if path and field else field or path)
+    if isinstance(detail, list) and detail:
+        for index, item in enumerate(detail):
+            if isinstance(item, dict | list):
+                return _first_message(item, f"{path}[{index}]")
+            return str(item), path
+    return str(detail), path
+
+
+def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "detail": detail, **extra}}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Every error leaves as {"error": {"code", "detail", …}}."""
+    if isinstance(exc, errors.DomainError):
+        return Response({"error": exc.as_dict()}, status=exc.status)
+    if isinstance(exc, Http404):
+        return Response(error_body("not_found", "Not found."), status=status.HTTP_404_NOT_FOUND)
+    if not isinstance(exc, exceptions.APIException):
+        return None
+    code = next((c for cls, c in _DRF_CODES if isinstance(exc, cls)), "invalid")
+    headers: dict[str, str] = {}
+    extra: dict[str, Any] = {}
+    if isinstance(exc, exceptions.ValidationError):
+        message, field = _first_message(exc.detail)
+        detail = f"{field}: {message}" if field else message
+        if field:
+            extra["field"] = field
+        extra["fields"] = exc.detail
+    elif isinstance(exc, exceptions.Throttled):
+        wait = int(exc.wait or 1)
+        detail = f"Too many requests; try again in {wait} seconds."
+        headers["Retry-After"] = str(wait)
+        extra["retry_after"] = wait
+    else:
+        detail = str(exc.detail)
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+    return Response(error_body(code, detail, **extra), status=exc.status_code, headers=headers)
+
+
+class _FailOpenThrottle(throttling.SimpleRateThrottle):
+    """Throttle state lives in the cache; if the cache is down, serving the
+    request beats refusing it, so the throttle fails open."""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        try:
+            return super().allow_request(request, view)
+        except Exception:
+            logger.warning("throttle cache unavailable; allowing request", exc_info=True)
+            return True
+
+
+class AgentKeyThrottle(_FailOpenThrottle):
+    scope = "agent"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if isinstance(request.auth, AgentAuth):
+            return f"throttle:agent:{request.auth.key.pk}"
+        return None
+
+
+class StaffThrottle(_FailOpenThrottle):
+    scope = "staff"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if request.user and request.user.is_authenticated:
+            return f"throttle:staff:{request.user.pk}"
+        return None
+
+
+class AgentAPIView(APIView):
+    """Base for routes an agent calls with its key. `self.agent` is the
+    caller; there is no agent id in these paths, so no route can name
+    another agent."""
+
+    authentication_classes = [BearerAuthentication]
+    permission_classes = [IsAgent]
+    throttle_classes = [AgentKeyThrottle]
+
+    @property
+    def agent(self) -> Agent:
+        return self.request.auth.agent  # type: ignore[union-attr,no-any-return]
+
+
+class StaffAPIView(APIView):
+    authentication_classes = [BearerAuthentication, SessionAuthentication]
+    permission_classes = [IsStaff]
+    throttle_classes = [StaffThrottle]
+
+
+ErrorSerializer = inline_serializer(
+    "Error",
+    fields={
+        "error": inline_serializer(
+            "ErrorDetail",
+            fields={
+                "code": serializers.CharField(),
+                "detail": serializers.CharField(),
+            },
+        )
+    },
+)
+
+
+def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
+    descriptions = {
+        400: "invalid input",
+        401: "not_authenticated",
+        403: "permission_denied / four_eyes",
+        404: "not_found",
+        409: "stale_proposal or not pending",
+        412: "version_conflict",
+        422: "limit_exceeded / unsafe_content",
+        429: "throttled",
+    }
+    return {code: OpenApiResponse(ErrorSerializer, description=descriptions.get(code, "")) for code in codes}
+
