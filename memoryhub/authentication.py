@@ -101,3 +101,12 @@ class BearerScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-c
             "scheme": "bearer",
             "description": "An agent API key (mh_…) on agent routes; a staff personal token (mhs_…) on staff routes.",
         }
+
+
+class SessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "memoryhub.authentication.SessionAuthentication"
+    name = "session"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "apiKey", "in": "cookie", "name": "sessionid",
+                "description": "A signed-in staff session (the web console); unsafe methods need the CSRF token."}

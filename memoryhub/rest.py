@@ -110,7 +110,19 @@ class StaffThrottle(_FailOpenThrottle):
         return None
 
 
-class AgentAPIView(APIView):
+class _NamedSerializersMixin:
+    """Give each view's nested InputSerializer/OutputSerializer a unique
+    name, so OpenAPI components don't collide ("ContextOutput", …)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        prefix = cls.__name__.removesuffix("View")
+        for attr, value in list(vars(cls).items()):
+            if isinstance(value, type) and issubclass(value, serializers.BaseSerializer):
+                value.__name__ = f"{prefix}{attr}"
+
+
+class AgentAPIView(_NamedSerializersMixin, APIView):
     """Base for routes an agent calls with its key. `self.agent` is the
     caller; there is no agent id in these paths, so no route can name
     another agent."""
@@ -124,7 +136,7 @@ class AgentAPIView(APIView):
         return self.request.auth.agent  # type: ignore[union-attr,no-any-return]
 
 
-class StaffAPIView(APIView):
+class StaffAPIView(_NamedSerializersMixin, APIView):
     authentication_classes = [BearerAuthentication, SessionAuthentication]
     permission_classes = [IsStaff]
     throttle_classes = [StaffThrottle]
