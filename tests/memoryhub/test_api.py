@@ -310,3 +310,32 @@ def test_a_session_needs_a_valid_user(client):
 def test_an_unknown_session_is_404(client):
     assert client.post("/api/v1/sessions/999999/end").status_code == 404
     assert error_code(client.post("/api/v1/sessions/999999/log", {"entries": []}, format="json")) == "not_found"
+
+
+# --- throttling and cache outages ----------------------------------------------------------
+
+
+def test_it_throttles_per_key_with_429(agent, monkeypatch):
+    from memoryhub.rest import AgentKeyThrottle
+
+    monkeypatch.setattr(AgentKeyThrottle, "THROTTLE_RATES", {"agent": "2/min", "staff": "2/min"})
+    client, other = agent_client(agent), agent_client(agent)
+    assert [client.get("/api/v1/tools").status_code for _ in range(2)] == [200, 200]
+    response = client.get("/api/v1/tools")
+    assert response.status_code == 429 and error_code(response) == "throttled"
+    assert int(response.headers["Retry-After"]) > 0
+    assert other.get("/api/v1/tools").status_code == 200  # another key has its own budget
+
+
+def test_the_api_answers_from_the_database_when_the_cache_is_down(agent, client, settings):
+    services.write_memory(agent=agent, kind="SOUL.md", content="Still here.")
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
+            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
+        }
+    }
+    response = client.get("/api/v1/context?user=u1")
+    assert response.status_code == 200 and "Still here." in response.json()["system_prompt"]
+    assert client.put("/api/v1/memory/SOUL.md", {"content": "Written anyway."}, format="json").status_code == 200
