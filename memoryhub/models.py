@@ -291,8 +291,8 @@ class MemoryFile(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "user_ref", "kind"], name="memoryfile_agent_user_kind_unique"),
             models.CheckConstraint(
-                condition=(Q(user_ref="") & Q(kind__in=list(AGENT_SCOPED)))
-                | (~Q(user_ref="") & Q(kind__in=list(USER_SCOPED))),
+                condition=(Q(user_ref="") & Q(kind__in=sorted(AGENT_SCOPED)))
+                | (~Q(user_ref="") & Q(kind__in=sorted(USER_SCOPED))),
                 name="memoryfile_scope_matches_kind",
             ),
         ]

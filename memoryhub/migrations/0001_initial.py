@@ -255,7 +255,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='memoryfile',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('user_ref', ''), ('kind__in', ['ABOUT.md', 'SOUL.md', 'TOOLS.md'])), models.Q(models.Q(('user_ref', ''), _negated=True), ('kind__in', ['USER.md', 'MEMORY.md'])), _connector='OR'), name='memoryfile_scope_matches_kind'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('user_ref', ''), ('kind__in', ['ABOUT.md', 'SOUL.md', 'TOOLS.md'])), models.Q(models.Q(('user_ref', ''), _negated=True), ('kind__in', ['MEMORY.md', 'USER.md'])), _connector='OR'), name='memoryfile_scope_matches_kind'),
         ),
         migrations.AddIndex(
             model_name='proposal',
