@@ -354,6 +354,10 @@ def write_memory(
                 f"{kind} is at version {current}, not {expected_version}; read it again and retry.",
                 current_version=current,
             )
+        if (file.content if file else "") == content:
+            # A write that changes nothing would still cost a history row or
+            # a reviewer's time on an empty diff.
+            return WriteResult(applied=True, version=current, chars=len(content), warning=warning, file=file)
         if agent.write_policy == "review":
             proposal = _create_proposal(
                 agent=agent,
@@ -368,9 +372,6 @@ def write_memory(
                 author_agent=agent,
             )
             return WriteResult(applied=False, version=current, chars=len(content), warning=warning, proposal=proposal)
-        if file is not None and file.content == content:
-            # A save that changes nothing would still write a history row.
-            return WriteResult(applied=True, version=current, chars=len(content), warning=warning, file=file)
         file = _apply_version(
             agent=agent,
             kind=kind,
@@ -777,7 +778,7 @@ def validate_tools(tools: Any) -> list[dict[str, Any]]:
                 field=f"{where}.description",
             )
         validate_content(description)
-        parameters = tool.get("parameters", {"type": "object", "properties": {}})
+        parameters = tool.get("parameters") or {"type": "object", "properties": {}}
         if not isinstance(parameters, dict) or parameters.get("type") != "object":
             raise errors.Invalid(
                 f"{where}.parameters must be a JSON Schema object with \"type\": \"object\".",

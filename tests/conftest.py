@@ -52,4 +52,14 @@ def _flush_around_append_only_triggers() -> Iterator[None]:
     ops_class.execute_sql_flush = original
 
 
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    """Row ids repeat across rolled-back tests, so cached contexts and
+    throttle counters keyed by them must not outlive a test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -1,0 +1,498 @@
+"""The Django admin: a back-office view of every table.
+
+It is not a second way to change memory. Memory files, their history,
+proposals, sessions, logs and audit events are read-only here: content
+changes go through proposals and the review console, so the four-eyes rule,
+the scanner and the history cannot be sidestepped from /django-admin/.
+What the admin may change (workspaces, roles, agents and their tools, key
+labels) goes through the same service functions as everything else, which
+record the audit event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
+from simple_history.admin import SimpleHistoryAdmin
+
+from memoryhub import context, errors, services, staff
+from memoryhub.models import (
+    Agent,
+    AgentSession,
+    ApiKey,
+    AuditEvent,
+    LogEntry,
+    Membership,
+    MemoryFile,
+    Proposal,
+    StaffToken,
+    ToolSetting,
+    Workspace,
+)
+
+admin.site.site_header = "MemoryHub administration"
+admin.site.site_title = "MemoryHub admin"
+
+User = get_user_model()
+HistoricalMemoryFile = MemoryFile.history.model  # type: ignore[attr-defined]
+
+
+class ReadOnlyMixin:
+    """View only: no add, change or delete, whoever asks (superusers too)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _short(text: str, length: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= length else flat[: length - 1] + "…"
+
+
+# --- workspaces and roles ---------------------------------------------------------------
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "agent_count", "created_at")
+    search_fields = ("slug", "name")
+    readonly_fields = ("created_at",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
+        return super().get_queryset(request).annotate(n_agents=Count("agents", distinct=True))
+
+    @admin.display(description="agents", ordering="n_agents")
+    def agent_count(self, obj: Any) -> int:
+        return int(getattr(obj, "n_agents", 0))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Slugs appear in URLs and audit trails; renaming one breaks both.
+        return ("slug", "created_at") if obj else ("created_at",)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Workspace, form: Any, change: bool) -> None:
+        if change:
+            obj.save(update_fields=["name"])
+            services.record_event(
+                action="workspace.update",
+                workspace=obj,
+                actor_user=request.user,
+                target=obj,
+                summary=f"Renamed workspace {obj.slug} to {obj.name!r}",
+            )
+            return
+        try:
+            workspace, _ = staff.ensure_workspace(slug=obj.slug, name=obj.name, actor_user=request.user)
+        except errors.DomainError as exc:
+            raise ValidationError(exc.detail) from exc
+        obj.pk, obj.created_at = workspace.pk, workspace.created_at
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "workspace", "role", "created_at")
+    list_filter = ("role", "workspace")
+    search_fields = ("user__username", "user__email", "workspace__slug")
+    list_select_related = ("user", "workspace")
+    raw_id_fields = ("user",)
+    readonly_fields = ("created_at",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # One role per user and workspace: change the role, not the pair.
+        return ("user", "workspace", "created_at") if obj else ("created_at",)
+
+    def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
+        membership, _ = staff.set_role(user=obj.user, workspace=obj.workspace, role=obj.role, actor_user=request.user)
+        obj.pk, obj.created_at = membership.pk, membership.created_at
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        staff.remove_role(membership=obj, actor_user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
+        for membership in queryset.select_related("user", "workspace"):
+            staff.remove_role(membership=membership, actor_user=request.user)
+
+
+# --- agents and tools ---------------------------------------------------------------------
+
+
+class ToolSettingForm(forms.ModelForm):
+    """Tool descriptions go into every system prompt: same scanner as memory."""
+
+    class Meta:
+        model = ToolSetting
+        fields = ("name", "description", "parameters", "position")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if {"name", "description", "parameters"} <= data.keys():
+            try:
+                staff.validate_tool(name=data["name"], description=data["description"], parameters=data["parameters"])
+            except errors.DomainError as exc:
+                raise ValidationError(exc.detail) from exc
+        return data
+
+
+class ToolSettingInline(admin.TabularInline):
+    model = ToolSetting
+    form = ToolSettingForm
+    extra = 0
+    fields = ("position", "name", "description", "parameters")
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = (
+        "slug",
+        "name",
+        "workspace",
+        "strategy",
+        "write_policy",
+        "consolidation_backend",
+        "is_active",
+        "updated_at",
+    )
+    list_filter = ("workspace", "strategy", "write_policy", "consolidation_backend", "is_active")
+    search_fields = ("slug", "name", "description")
+    list_select_related = ("workspace",)
+    inlines = (ToolSettingInline,)
+    readonly_fields = ("created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("workspace", "slug", "name", "description", "is_active")}),
+        ("Context and writes", {"fields": ("strategy", "write_policy", "token_encoding")}),
+        ("Limits (characters)", {"fields": ("limit_soul", "limit_about", "limit_tools", "limit_user", "limit_memory")}),
+        (
+            "Consolidation",
+            {"fields": ("consolidation_backend", "gate_hours", "gate_sessions", "daily_budget_usd")},
+        ),
+        ("Staleness", {"fields": ("staleness_ttl_days",)}),
+        ("Dates", {"fields": ("created_at", "updated_at")}),
+    )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # The slug names the agent in API paths and the audit trail; agents
+        # never move between workspaces (tenants).
+        return ("workspace", "slug", "created_at", "updated_at") if obj else ("created_at", "updated_at")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # History, proposals and logs point at agents: deactivate instead.
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        changed = list(form.changed_data)
+        if change and not changed:
+            return
+        services.record_event(
+            action="agent.update" if change else "agent.create",
+            agent=obj,
+            actor_user=request.user,
+            target=obj,
+            summary=(f"Changed {', '.join(changed)} of agent {obj.slug}" if change else f"Created agent {obj.slug}")
+            + " (Django admin)",
+            details={"fields": changed},
+        )
+        context.invalidate(agent_id=obj.pk)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        instances = formset.save(commit=False)
+        for tool in formset.deleted_objects:
+            staff.record_tool_change(tool=tool, action="tool.remove", actor_user=request.user)
+            tool.delete()
+        for tool in instances:
+            action = "tool.update" if tool.pk else "tool.add"
+            tool.save()
+            staff.record_tool_change(tool=tool, action=action, actor_user=request.user)
+        formset.save_m2m()
+
+
+@admin.register(ToolSetting)
+class ToolSettingAdmin(admin.ModelAdmin):
+    form = ToolSettingForm
+    list_display = ("name", "agent", "position", "short_description")
+    list_filter = ("agent__workspace", "agent")
+    search_fields = ("name", "description", "agent__slug")
+    list_select_related = ("agent",)
+    raw_id_fields = ("agent",)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("agent", "name", "description", "parameters", "position")
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        kwargs["fields"] = self.get_fields(request, obj)
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("agent",) if obj else ()
+
+    @admin.display(description="description")
+    def short_description(self, obj: ToolSetting) -> str:
+        return _short(obj.description)
+
+    def save_model(self, request: HttpRequest, obj: ToolSetting, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        staff.record_tool_change(tool=obj, action="tool.update" if change else "tool.add", actor_user=request.user)
+
+    def delete_model(self, request: HttpRequest, obj: ToolSetting) -> None:
+        staff.record_tool_change(tool=obj, action="tool.remove", actor_user=request.user)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ToolSetting]) -> None:
+        for tool in queryset.select_related("agent"):
+            self.delete_model(request, tool)
+
+
+# --- keys and tokens ------------------------------------------------------------------------
+
+
+class SecretAdmin(admin.ModelAdmin):
+    """Keys and tokens: only the label can change; key_hash is never shown.
+    New ones come from issue_agent_key / issue_token, which show the raw
+    value once; the admin could not."""
+
+    list_filter = ("revoked_at",)
+    readonly_fields: tuple[str, ...] = ()
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="status", ordering="revoked_at")
+    def status(self, obj: Any) -> str:
+        return "revoked" if obj.revoked_at else "active"
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # Only the label: a whole-row save could undo a revocation or a
+        # last_used_at update that happened while the form was open.
+        obj.save(update_fields=["name"])
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(SecretAdmin):
+    list_display = ("prefix", "agent", "name", "status", "created_at", "created_by", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at", "agent__workspace", "agent")
+    search_fields = ("prefix", "name", "agent__slug")
+    list_select_related = ("agent", "created_by")
+    fields = ("prefix", "agent", "name", "created_by", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "agent", "created_by", "created_at", "last_used_at", "revoked_at")
+    actions = ("revoke_keys",)
+
+    @admin.action(description="Revoke selected keys", permissions=["change"])
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        revoked = 0
+        for key in queryset.filter(revoked_at__isnull=True).select_related("agent"):
+            services.revoke_agent_key(key=key, user=request.user)
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
+
+
+@admin.register(StaffToken)
+class StaffTokenAdmin(SecretAdmin):
+    list_display = ("prefix", "user", "name", "status", "created_at", "last_used_at", "revoked_at")
+    search_fields = ("prefix", "name", "user__username")
+    list_select_related = ("user",)
+    fields = ("prefix", "user", "name", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "user", "created_at", "last_used_at", "revoked_at")
+    actions = ("revoke_tokens",)
+
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[StaffToken]) -> None:
+        revoked = 0
+        for token in queryset.filter(revoked_at__isnull=True).select_related("user"):
+            staff.revoke_staff_token(token=token, user=request.user)
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} token(s).", messages.SUCCESS)
+
+
+# --- memory and its history -------------------------------------------------------------------
+
+
+@admin.register(MemoryFile)
+class MemoryFileAdmin(ReadOnlyMixin, SimpleHistoryAdmin):
+    """Read-only, with the file's history one click away. simple-history's
+    per-version page would save the old version back on POST (a revert that
+    skips review, four-eyes and the scanner), so it is view-only here."""
+
+    list_display = ("agent", "kind", "user_ref", "version", "chars", "updated_at")
+    list_filter = ("kind", "agent__workspace", "agent")
+    search_fields = ("agent__slug", "user_ref", "content")
+    list_select_related = ("agent",)
+    fields = ("agent", "kind", "user_ref", "version", "updated_at", "content")
+    readonly_fields = fields
+    history_list_display = ["version", "source", "actor_agent", "approved_by", "proposal_id"]
+
+    @admin.display(description="chars")
+    def chars(self, obj: MemoryFile) -> int:
+        return len(obj.content)
+
+    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
+        return True
+
+    def history_form_view(
+        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            raise PermissionDenied("Memory history is read-only; roll back from the review console.")
+        return super().history_form_view(request, object_id, version_id, extra_context)  # type: ignore[no-any-return]
+
+
+@admin.register(HistoricalMemoryFile)
+class HistoricalMemoryFileAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = (
+        "history_id",
+        "agent",
+        "kind",
+        "user_ref",
+        "version",
+        "source",
+        "history_type",
+        "history_date",
+        "history_user",
+        "actor_agent",
+        "approved_by",
+        "proposal_id",
+        "history_change_reason",
+    )
+    list_filter = ("source", "kind", "history_type", "agent")
+    search_fields = ("agent__slug", "user_ref", "content", "history_change_reason")
+    list_select_related = ("agent", "history_user", "actor_agent", "approved_by")
+    show_full_result_count = False
+
+
+@admin.register(Proposal)
+class ProposalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Decisions are made in the review console, where four-eyes applies."""
+
+    list_display = (
+        "id",
+        "agent",
+        "kind",
+        "user_ref",
+        "source",
+        "status",
+        "base_version",
+        "author",
+        "created_at",
+        "decided_by",
+    )
+    list_filter = ("status", "source", "kind", "agent__workspace", "agent")
+    search_fields = ("agent__slug", "user_ref", "reason", "proposed_content")
+    list_select_related = ("agent", "author_user", "author_agent", "decided_by")
+
+    @admin.display(description="author")
+    def author(self, obj: Proposal) -> str:
+        return obj.author_label
+
+
+# --- sessions, logs, audit ----------------------------------------------------------------------
+
+
+class LogEntryInline(ReadOnlyMixin, admin.TabularInline):
+    model = LogEntry
+    fields = ("id", "role", "content", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("id", "agent", "user_ref", "external_id", "started_at", "ended_at", "entry_count")
+    list_filter = ("agent__workspace", "agent")
+    search_fields = ("agent__slug", "user_ref", "external_id")
+    list_select_related = ("agent",)
+    inlines = (LogEntryInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentSession]:
+        return super().get_queryset(request).annotate(n_entries=Count("entries"))
+
+    @admin.display(description="entries", ordering="n_entries")
+    def entry_count(self, obj: Any) -> int:
+        return int(getattr(obj, "n_entries", 0))
+
+
+@admin.register(LogEntry)
+class LogEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("id", "session_id", "agent", "user_ref", "role", "short_content", "created_at")
+    list_filter = ("role", "agent")
+    search_fields = ("content", "user_ref", "agent__slug")
+    list_select_related = ("agent",)
+    show_full_result_count = False
+
+    @admin.display(description="content")
+    def short_content(self, obj: LogEntry) -> str:
+        return _short(obj.content)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("created_at", "action", "actor", "workspace", "agent", "user_ref", "target", "summary")
+    list_filter = ("action", "workspace")
+    search_fields = ("action", "summary", "user_ref", "target_id", "actor_user__username")
+    list_select_related = ("actor_user", "actor_agent", "agent", "workspace")
+    show_full_result_count = False
+
+    @admin.display(description="actor")
+    def actor(self, obj: AuditEvent) -> str:
+        return obj.actor_label
+
+    @admin.display(description="target")
+    def target(self, obj: AuditEvent) -> str:
+        return f"{obj.target_type}:{obj.target_id}" if obj.target_type else ""
+
+
+# --- users: never deleted ------------------------------------------------------------------------
+
+
+class MembershipInline(ReadOnlyMixin, admin.TabularInline):
+    """Roles are shown here and changed under Memberships (audited)."""
+
+    model = Membership
+    fields = ("workspace", "role", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class MemoryHubUserAdmin(DjangoUserAdmin):
+    """History rows name their authors, and the append-only history table
+    refuses the SET_NULL a deletion would cause: deactivate instead."""
+
+    inlines = (MembershipInline,)
+    actions = ("deactivate_users",)
+    list_display = ("username", "email", "is_active", "is_staff", "is_superuser", "last_login")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Deactivate selected users", permissions=["change"])
+    def deactivate_users(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        done = 0
+        for user in queryset:
+            if user.pk == request.user.pk:
+                self.message_user(request, "You cannot deactivate yourself.", messages.WARNING)
+                continue
+            done += staff.deactivate_user(user=user, actor_user=request.user)
+        self.message_user(request, f"Deactivated {done} user(s).", messages.SUCCESS)

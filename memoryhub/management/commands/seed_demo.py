@@ -1,0 +1,27 @@
+"""python manage.py seed_demo — idempotent demo data (see memoryhub/demo.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memoryhub import demo, errors
+
+
+class Command(BaseCommand):
+    help = (
+        "Seed the demo workspace: staff with roles, three agents with personas and tools, users' memory, "
+        "sessions with logs and pending proposals of each source. Safe to run again: only what is missing "
+        "is added."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            report = demo.seed_demo(log=self.stdout.write)
+        except errors.DomainError as exc:
+            raise CommandError(f"Seeding stopped: {exc.detail}") from exc
+        self.stdout.write("")
+        self.stdout.write(self.style.SUCCESS(report.summary()))
+        self.stdout.write("")
+        self.stdout.write(demo.logins_table())
