@@ -502,75 +502,86 @@ def _check_decider(*, proposal: Proposal, reviewer: Any, action: str) -> None:
         raise errors.FourEyes("You made this proposal, so someone else has to decide it (four-eyes rule).")
 
 
+def _stale_error(*, current_version: int) -> errors.StaleProposal:
+    return errors.StaleProposal(
+        "The file changed after this proposal was made, so approving it would overwrite that change. "
+        "Rebase the proposal onto the current version or reject it.",
+        current_version=current_version,
+    )
+
+
+def _current_version(proposal: Proposal) -> int:
+    file = get_file(agent=proposal.agent, kind=proposal.kind, user_ref=proposal.user_ref)
+    return file.version if file else 0
+
+
 def approve_proposal(*, proposal_id: int, reviewer: Any, comment: str = "") -> Proposal:
     """Apply a pending proposal as a new version, in one transaction, only if
-    the file is still at the proposal's base version."""
-    stale_at: int | None = None
+    the file is still at the proposal's base version; otherwise mark it stale
+    (that mark commits) and raise StaleProposal."""
     with transaction.atomic():
         proposal = _lock_pending(proposal_id)
         _check_decider(proposal=proposal, reviewer=reviewer, action="approve proposals")
         if proposal.status == ProposalStatus.STALE:
-            stale_at = -1
+            stale = _stale_error(current_version=_current_version(proposal))
         elif not proposal.is_pending:
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to approve.")
         else:
-            agent = proposal.agent
-            file = _lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
-            current = file.version if file else 0
-            if current != proposal.base_version:
-                proposal.mark_stale()
-                record_event(
-                    action="proposal.stale",
-                    agent=agent,
-                    actor_user=reviewer,
-                    user_ref=proposal.user_ref,
-                    target=proposal,
-                    summary=f"Proposal #{proposal.pk} is stale: {proposal.kind} is at v{current}, "
-                    f"not v{proposal.base_version}",
-                    details={"base_version": proposal.base_version, "current_version": current},
-                )
-                stale_at = current
-            else:
-                check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
-                check_safe(proposal.proposed_content)
-                file = _apply_version(
-                    agent=agent,
-                    kind=proposal.kind,
-                    user_ref=proposal.user_ref,
-                    file=file,
-                    content=proposal.proposed_content,
-                    source=proposal.source,
-                    reason=comment or proposal.reason or f"Approved proposal #{proposal.pk}",
-                    actor_user=proposal.author_user,
-                    actor_agent=proposal.author_agent,
-                    approved_by=reviewer,
-                    proposal=proposal,
-                )
-                proposal.status = ProposalStatus.APPROVED
-                proposal.decided_by = reviewer
-                proposal.decided_at = timezone.now()
-                proposal.decision_comment = comment
-                proposal.applied_version = file.version
-                proposal.save(
-                    update_fields=["status", "decided_by", "decided_at", "decision_comment", "applied_version"]
-                )
-                record_event(
-                    action="proposal.approve",
-                    agent=agent,
-                    actor_user=reviewer,
-                    user_ref=proposal.user_ref,
-                    target=proposal,
-                    summary=f"Approved proposal #{proposal.pk}: {proposal.kind} is now v{file.version}",
-                    details={"version": file.version, "comment": comment, "source": proposal.source},
-                )
+            stale = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment)
+            if stale is None:
                 return proposal
-    # Raised after the block so the stale mark and its audit event commit.
-    current_version = stale_at if stale_at is not None and stale_at >= 0 else None
-    raise errors.StaleProposal(
-        "The file changed after this proposal was made, so approving it would overwrite that change. "
-        "Rebase the proposal onto the current version or reject it.",
-        **({"current_version": current_version} if current_version is not None else {}),
+    # Raised outside the transaction so the stale mark and its audit event stay.
+    raise stale
+
+
+def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> errors.StaleProposal | None:
+    agent = proposal.agent
+    file = _lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
+    current = file.version if file else 0
+    if current != proposal.base_version:
+        proposal.mark_stale()
+        record_event(
+            action="proposal.stale",
+            agent=agent,
+            actor_user=reviewer,
+            user_ref=proposal.user_ref,
+            target=proposal,
+            summary=f"Proposal #{proposal.pk} is stale: {proposal.kind} is at v{current}, not v{proposal.base_version}",
+            details={"base_version": proposal.base_version, "current_version": current},
+        )
+        return _stale_error(current_version=current)
+    # Rules may have tightened since the proposal was made.
+    check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
+    check_safe(proposal.proposed_content)
+    file = _apply_version(
+        agent=agent,
+        kind=proposal.kind,
+        user_ref=proposal.user_ref,
+        file=file,
+        content=proposal.proposed_content,
+        source=proposal.source,
+        reason=comment or proposal.reason or f"Approved proposal #{proposal.pk}",
+        actor_user=proposal.author_user,
+        actor_agent=proposal.author_agent,
+        approved_by=reviewer,
+        proposal=proposal,
     )
+    proposal.status = ProposalStatus.APPROVED
+    proposal.decided_by = reviewer
+    proposal.decided_at = timezone.now()
+    proposal.decision_comment = comment
+    proposal.applied_version = file.version
+    proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment", "applied_version"])
+    record_event(
+        action="proposal.approve",
+        agent=agent,
+        actor_user=reviewer,
+        user_ref=proposal.user_ref,
+        target=proposal,
+        summary=f"Approved proposal #{proposal.pk}: {proposal.kind} is now v{file.version}",
+        details={"version": file.version, "comment": comment, "source": proposal.source},
+    )
+    return None
 
 
 def reject_proposal(*, proposal_id: int, reviewer: Any, comment: str) -> Proposal:
