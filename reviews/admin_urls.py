@@ -1,5 +1,14 @@
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from reviews import admin_views
+
+urlpatterns = [
+    path("home/", admin_views.home, name="home"),
+    path("agents/", admin_views.agents, name="agents"),
+    path("agents/<slug:slug>/", admin_views.agent_detail, name="agent"),
+    path("agents/<slug:slug>/preview/", admin_views.context_preview, name="context-preview"),
+    path("audit/", admin_views.audit, name="audit"),
+    path("dashboard/", admin_views.dashboard, name="dashboard"),
+]

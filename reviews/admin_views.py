@@ -1,0 +1,600 @@
+"""Admin and audit pages: agents, persona, tools, policies, keys, context
+preview, audit log and dashboard.
+
+Function views returning TemplateResponse; one view serves the full page and
+its htmx fragment (`template_name += "#fragment"`). A plain POST redirects
+with a message; an htmx POST re-renders its fragment. Objects come through
+reviews.access (another workspace's agent is a 404); writes go through
+reviews.admin_services (wrong role is a 403); any other domain error is shown
+next to the form it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum, When
+from django.db.models.functions import Length, TruncDate
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from memoryhub import context, errors, services
+from memoryhub.models import (
+    AGENT_SCOPED,
+    Agent,
+    AgentSession,
+    AuditEvent,
+    Backend,
+    FileKind,
+    MemoryFile,
+    Proposal,
+    ProposalStatus,
+    Role,
+    Strategy,
+    Workspace,
+    WritePolicy,
+)
+from memoryhub.tokens import ENCODING_NAMES
+from reviews import access, admin_services, audit_export, charts
+
+PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
+NEAR_CAP_PERCENT = 80
+AUDIT_PAGE_SIZE = 50
+DASHBOARD_DAYS = 14
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _agent_or_404(request: HttpRequest, slug: str) -> Agent:
+    try:
+        return access.get_agent_for_user(request.user, slug)
+    except errors.NotFound as exc:
+        raise Http404(exc.detail) from exc
+
+
+def _is_admin(request: HttpRequest, workspace_id: int) -> bool:
+    return services.role_in(user=request.user, workspace=workspace_id) in services.ADMIN_ROLES
+
+
+def _forbidden(exc: errors.PermissionDenied) -> PermissionDenied:
+    return PermissionDenied(exc.detail)
+
+
+def _limit_expression() -> Case:
+    """The agent's limit for the row's kind, in SQL."""
+    return Case(
+        *[When(kind=kind, then=F(f"agent__limit_{kind.removesuffix('.md').lower()}")) for kind in FileKind.values],
+        output_field=IntegerField(),
+    )
+
+
+def near_cap_files(agents: QuerySet[Agent]) -> QuerySet[MemoryFile]:
+    """Existing files above NEAR_CAP_PERCENT of their agent's limit; content is not loaded."""
+    return (
+        MemoryFile.objects.filter(agent__in=agents)
+        .exclude(content="")
+        .annotate(chars=Length("content"), cap=_limit_expression())
+        .filter(chars__gt=F("cap") * NEAR_CAP_PERCENT / 100)
+        .select_related("agent")
+        .defer("content")
+        .order_by("agent__slug", "user_ref", "kind")
+    )
+
+
+def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile]:
+    """Existing files not changed within their agent's staleness TTL (0 = never
+    stale). One Q per distinct TTL keeps the comparison in SQL on every backend."""
+    now = now or timezone.now()
+    ttls = set(agents.exclude(staleness_ttl_days=0).values_list("staleness_ttl_days", flat=True))
+    if not ttls:
+        return MemoryFile.objects.none()
+    condition = Q()
+    for ttl in ttls:
+        condition |= Q(agent__staleness_ttl_days=ttl, updated_at__lt=now - timedelta(days=ttl))
+    return (
+        MemoryFile.objects.filter(agent__in=agents)
+        .exclude(content="")
+        .filter(condition)
+        .select_related("agent")
+        .defer("content")
+        .order_by("updated_at")
+    )
+
+
+def _fragment(request: HttpRequest) -> bool:
+    """An htmx request wants a fragment, except when htmx restores history
+    (historyCacheSize is 0, so back/forward refetches the whole page)."""
+    htmx = request.htmx  # type: ignore[attr-defined]
+    return bool(htmx) and not htmx.history_restore_request
+
+
+def _vary(response: HttpResponse) -> HttpResponse:
+    # The same URL answers with a page or a fragment: caches must keep both apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _error_status(request: HttpRequest) -> int:
+    # htmx 2 does not swap 4xx responses by default; the fragment carries the error.
+    return 200 if request.htmx else 422  # type: ignore[attr-defined]
+
+
+# --- home ----------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """Auditors land on the audit log; reviewers and admins on the queue."""
+    review_ws = services.workspace_ids_for(request.user, services.REVIEW_ROLES)
+    audit_ws = services.workspace_ids_for(request.user, {Role.AUDITOR})
+    if audit_ws and not review_ws:
+        return redirect("audit")
+    return redirect("/")
+
+
+# --- agents list -----------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agents(request: HttpRequest) -> HttpResponse:
+    admin_workspaces = list(
+        Workspace.objects.filter(pk__in=services.workspace_ids_for(request.user, services.ADMIN_ROLES))
+    )
+    form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.DIRECT,
+                            "backend": Backend.HEURISTIC}
+    error = ""
+    template_name = "reviews/admin/agents.html"
+    if request.method == "POST":
+        form = {k: request.POST.get(k, "") for k in ("slug", "name", "workspace", "strategy", "write_policy",
+                                                       "backend")}
+        try:
+            workspace_id = int(form["workspace"])
+        except ValueError:
+            workspace_id = 0
+        try:
+            agent = admin_services.create_agent(
+                actor_user=request.user,
+                workspace_id=workspace_id,
+                slug=form["slug"],
+                name=form["name"],
+                strategy=form["strategy"],
+                write_policy=form["write_policy"],
+                backend=form["backend"],
+            )
+        except errors.PermissionDenied as exc:
+            raise _forbidden(exc) from exc
+        except errors.DomainError as exc:
+            error = exc.detail
+        else:
+            messages.success(request, f"Agent {agent.slug} created.")
+            url = reverse("agent", args=[agent.slug])
+            if request.htmx:  # type: ignore[attr-defined]
+                return HttpResponseClientRedirect(url)
+            return HttpResponseRedirect(url)
+        if request.htmx:  # type: ignore[attr-defined]
+            template_name += "#create-agent"
+
+    visible = access.visible_agents(request.user)
+    rows = list(
+        visible.annotate(
+            pending=Count("proposals", filter=Q(proposals__status=ProposalStatus.PENDING), distinct=True)
+        ).order_by("workspace__slug", "slug")
+    )
+    near = dict(
+        near_cap_files(visible).order_by().values("agent_id").annotate(n=Count("id")).values_list("agent_id", "n")
+    )
+    for agent_row in rows:
+        agent_row.near_cap = near.get(agent_row.pk, 0)  # type: ignore[attr-defined]
+    return TemplateResponse(
+        request,
+        template_name,
+        {
+            "agents": rows,
+            "admin_workspaces": admin_workspaces,
+            "form": form,
+            "error": error,
+            "strategies": Strategy.choices,
+            "write_policies": WritePolicy.choices,
+            "backends": Backend.choices,
+        },
+        status=_error_status(request) if error else 200,
+    )
+
+
+# --- one agent --------------------------------------------------------------------------
+
+AGENT_ACTIONS = ("persona", "tools", "policies", "key-create", "key-revoke")
+POLICY_INPUTS = (
+    "strategy", "write_policy", "consolidation_backend", "limit_soul", "limit_about", "limit_tools", "limit_user",
+    "limit_memory", "gate_hours", "gate_sessions", "daily_budget_usd", "staleness_ttl_days", "token_encoding",
+)
+
+
+def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
+    files = {f.kind: f for f in MemoryFile.objects.for_agent(agent).agent_scope()}
+    persona = [
+        {
+            "kind": str(kind),
+            "slug": kind.removesuffix(".md").lower(),
+            "content": files[kind].content if kind in files else "",
+            "version": files[kind].version if kind in files else 0,
+            "limit": agent.limit_for(kind),
+            "chars": len(files[kind].content) if kind in files else 0,
+        }
+        for kind in PERSONA_FILES
+    ]
+    user_files = (
+        MemoryFile.objects.for_agent(agent).exclude(user_ref="").exclude(content="")
+        .annotate(chars=Length("content")).defer("content").order_by("user_ref", "kind")
+    )
+    tools = list(agent.tools.all())
+    tools_json = json.dumps(
+        [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools], indent=2
+    )
+    return {
+        "agent": agent,
+        "is_admin": _is_admin(request, agent.workspace_id),
+        "persona": persona,
+        "agent_files": [files[k] for k in PERSONA_FILES if k in files and files[k].content],
+        "user_files": list(user_files),
+        "tools": tools,
+        "tools_json": tools_json,
+        "keys": list(agent.api_keys.select_related("created_by")),
+        "pending": Proposal.objects.pending().filter(agent=agent).count(),
+        "policy": {field: getattr(agent, field) for field in POLICY_INPUTS},
+        "strategies": Strategy.choices,
+        "write_policies": WritePolicy.choices,
+        "backends": Backend.choices,
+        "encodings": ENCODING_NAMES,
+        "limit_fields": [(f"limit_{k}", f"{k.upper()}.md") for k in ("soul", "about", "tools", "user", "memory")],
+        "errors": {},
+        "notice": "",
+        "notice_for": "",
+        "raw_key": "",
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = _agent_or_404(request, slug)
+    if request.method == "GET":
+        return TemplateResponse(request, "reviews/admin/agent.html", _agent_context(request, agent))
+
+    action = request.POST.get("action", "")
+    if action not in AGENT_ACTIONS:
+        raise Http404("Unknown action.")
+    fragment = {"persona": "persona", "tools": "tools", "policies": "policies"}.get(action, "keys")
+    overrides: dict[str, Any] = {}
+    error = ""
+    try:
+        if action == "persona":
+            kind = request.POST.get("kind", "")
+            # Browsers submit textarea line breaks as CRLF; the limit counts characters a reader sees.
+            content = request.POST.get("content", "").replace("\r\n", "\n")
+            reason = request.POST.get("reason", "").strip()
+            try:
+                proposal = admin_services.propose_persona_edit(
+                    agent=agent, kind=kind, content=content, reason=reason, actor_user=request.user
+                )
+            except errors.PermissionDenied:
+                raise
+            except errors.DomainError as exc:
+                overrides["persona_edit"] = {"kind": kind, "content": content, "reason": reason}
+                overrides["errors"] = {kind: exc.detail}
+                raise
+            url = f"/proposals/{proposal.pk}/"
+            notice = format_html(
+                'Proposal <a href="{}">#{}</a> created; another reviewer must approve it.', url, proposal.pk
+            )
+        elif action == "tools":
+            raw = request.POST.get("tools", "")
+            overrides["tools_json"] = raw
+            try:
+                parsed = json.loads(raw or "[]")
+            except json.JSONDecodeError as exc:
+                overrides["errors"] = {"tools": f"This is not valid JSON: {exc.msg} (line {exc.lineno})."}
+                raise errors.Invalid(overrides["errors"]["tools"]) from exc
+            try:
+                rows = admin_services.set_tools(agent=agent, tools=parsed, actor_user=request.user)
+            except errors.PermissionDenied:
+                raise
+            except errors.DomainError as exc:
+                overrides["errors"] = {"tools": exc.detail}
+                raise
+            notice = f"Tool registry set to {len(rows)} tool(s)."
+        elif action == "policies":
+            values = {field: request.POST.get(field, "") for field in POLICY_INPUTS}
+            try:
+                changed = admin_services.update_agent_policies(
+                    agent=agent, policies=values, actor_user=request.user
+                )
+            except errors.PermissionDenied:
+                raise
+            except errors.DomainError as exc:
+                overrides["policy"] = values
+                overrides["errors"] = {"policies": exc.detail}
+                raise
+            notice = f"Policies saved: {', '.join(changed)} changed." if changed else "Nothing changed."
+        elif action == "key-create":
+            key, raw_key = admin_services.issue_key(
+                agent=agent, name=request.POST.get("name", ""), actor_user=request.user
+            )
+            # The raw key is shown in this response only: never stored, never
+            # in a redirect or the message storage.
+            ctx = _agent_context(request, agent)
+            ctx.update(raw_key=raw_key, new_key=key, notice_for="keys",
+                       notice=f"Key {key.prefix}… created. Copy it now: it will not be shown again.")
+            template = "reviews/admin/agent.html" + ("#keys" if request.htmx else "")  # type: ignore[attr-defined]
+            response = TemplateResponse(request, template, ctx)
+            response["Cache-Control"] = "no-store"
+            return response
+        else:
+            if request.POST.get("confirm") != "yes":
+                overrides["errors"] = {"keys": "Confirm the revocation to revoke a key."}
+                raise errors.Invalid(overrides["errors"]["keys"])
+            key = admin_services.revoke_key(agent=agent, key_id=request.POST.get("key"), actor_user=request.user)
+            notice = f"Key {key.prefix}… revoked; requests with it are refused from now on."
+    except errors.PermissionDenied as exc:
+        raise _forbidden(exc) from exc
+    except errors.NotFound as exc:
+        raise Http404(exc.detail) from exc
+    except errors.DomainError as exc:
+        error = exc.detail
+        overrides.setdefault("errors", {fragment: error})
+
+    if not error and not request.htmx:  # type: ignore[attr-defined]
+        messages.success(request, notice)
+        return HttpResponseRedirect(reverse("agent", args=[agent.slug]) + f"#{fragment}")
+    agent.refresh_from_db()
+    ctx = _agent_context(request, agent)
+    ctx.update(overrides)
+    if not error:
+        ctx["notice"], ctx["notice_for"] = notice, fragment
+    template = "reviews/admin/agent.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += f"#{fragment}"
+    return TemplateResponse(request, template, ctx, status=_error_status(request) if error else 200)
+
+
+# --- context preview -------------------------------------------------------------------
+
+
+def known_user_refs(agent: Agent) -> list[str]:
+    from_files = MemoryFile.objects.for_agent(agent).exclude(user_ref="").values_list("user_ref", flat=True)
+    from_sessions = AgentSession.objects.filter(agent=agent).values_list("user_ref", flat=True)
+    return sorted(set(from_files.distinct()) | set(from_sessions.distinct()))
+
+
+@login_required
+@require_GET
+def context_preview(request: HttpRequest, slug: str) -> HttpResponse:
+    agent = _agent_or_404(request, slug)
+    user_ref = request.GET.get("user", "").strip()
+    strategy = request.GET.get("strategy", "") or agent.strategy
+    error = ""
+    payload: dict[str, Any] | None = None
+    try:
+        if strategy not in Strategy.values:
+            raise errors.Invalid(f"Strategy must be one of {', '.join(Strategy.values)}.")
+        if user_ref:
+            services.validate_user_ref(user_ref)
+        payload = context.build_context(agent=agent, user_ref=user_ref, strategy=strategy)
+    except errors.DomainError as exc:
+        error = exc.detail
+    template_name = "reviews/admin/preview.html"
+    if _fragment(request):
+        template_name += "#preview"
+    return _vary(TemplateResponse(
+        request,
+        template_name,
+        {
+            "agent": agent,
+            "user_ref": user_ref,
+            "strategy": strategy,
+            "strategies": Strategy.choices,
+            "user_refs": known_user_refs(agent),
+            "payload": payload,
+            "error": error,
+        },
+    ))
+
+
+# --- audit -------------------------------------------------------------------------------
+
+
+def _parse_date(value: str, label: str, problems: list[str]) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        problems.append(f"{label} must be a date like 2026-01-31; ignored {value!r}.")
+        return None
+
+
+def filtered_events(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[str, str], list[str]]:
+    workspace_ids = services.workspace_ids_for(request.user)
+    events = AuditEvent.objects.filter(workspace_id__in=workspace_ids)
+    params = {k: request.GET.get(k, "").strip() for k in ("action", "agent", "actor", "date_from", "date_to")}
+    problems: list[str] = []
+    if params["action"]:
+        events = events.filter(action=params["action"])
+    if params["agent"]:
+        events = events.filter(agent__slug=params["agent"])
+    if params["actor"]:
+        actor = params["actor"].removeprefix("user:").removeprefix("agent:")
+        if actor == "system":
+            events = events.filter(actor_user__isnull=True, actor_agent__isnull=True)
+        else:
+            events = events.filter(Q(actor_user__username__icontains=actor) | Q(actor_agent__slug__icontains=actor))
+    start = _parse_date(params["date_from"], "From", problems)
+    end = _parse_date(params["date_to"], "To", problems)
+    if start:
+        events = events.filter(created_at__date__gte=start)
+    if end:
+        events = events.filter(created_at__date__lte=end)
+    return events.order_by("-created_at", "-id"), params, problems
+
+
+@login_required
+@require_GET
+def audit(request: HttpRequest) -> HttpResponse:
+    if not services.workspace_ids_for(request.user):
+        raise PermissionDenied("You have no role in any workspace.")
+    events, params, problems = filtered_events(request)
+    fmt = request.GET.get("format", "")
+    if fmt in {"csv", "json"}:
+        return audit_export.export(events, fmt)
+    page = Paginator(
+        events.select_related("workspace", "actor_user", "actor_agent", "agent"), AUDIT_PAGE_SIZE
+    ).get_page(request.GET.get("page"))
+    workspace_ids = services.workspace_ids_for(request.user)
+    actions = (
+        AuditEvent.objects.filter(workspace_id__in=workspace_ids)
+        .order_by("action").values_list("action", flat=True).distinct()
+    )
+    query = request.GET.copy()
+    query.pop("page", None)
+    query.pop("format", None)
+    template_name = "reviews/admin/audit.html"
+    if _fragment(request):
+        template_name += "#results"
+    return _vary(TemplateResponse(
+        request,
+        template_name,
+        {
+            "page": page,
+            "params": params,
+            "problems": problems,
+            "actions": list(actions),
+            "agents": access.visible_agents(request.user).values_list("slug", flat=True),
+            "query": query.urlencode(),
+        },
+    ))
+
+
+# --- dashboard ---------------------------------------------------------------------------
+
+
+def _runs_model() -> Any:
+    """ConsolidationRun, or None while the consolidation app has no table yet."""
+    try:
+        from consolidation.models import ConsolidationRun
+    except ImportError:
+        return None
+    if ConsolidationRun._meta.db_table not in connection.introspection.table_names():
+        return None
+    return ConsolidationRun
+
+
+def _day_labels(days: list[date]) -> list[str]:
+    return [d.strftime("%b %d") for d in days]
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    workspace_ids = services.workspace_ids_for(request.user)
+    if not workspace_ids:
+        raise PermissionDenied("You have no role in any workspace.")
+    now = timezone.now()
+    today = timezone.localdate()
+    days = [today - timedelta(days=DASHBOARD_DAYS - 1 - i) for i in range(DASHBOARD_DAYS)]
+    since = now - timedelta(days=DASHBOARD_DAYS)
+    agents_qs = access.visible_agents(request.user)
+    proposals = Proposal.objects.in_workspaces(workspace_ids)
+
+    queue = proposals.pending().aggregate(size=Count("id"), oldest=Min("created_at"))
+    stale_count = proposals.filter(status=ProposalStatus.STALE).count()
+
+    decided = (
+        proposals.filter(decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED])
+        .annotate(day=TruncDate("decided_at")).values("day", "status").annotate(n=Count("id")).order_by()
+    )
+    per_day: dict[tuple[date, str], int] = {(row["day"], row["status"]): row["n"] for row in decided}
+    decisions_chart = charts.bar_chart(
+        title=f"Decisions per day, last {DASHBOARD_DAYS} days",
+        labels=_day_labels(days),
+        series=[
+            charts.Series("Approved", [per_day.get((d, ProposalStatus.APPROVED), 0) for d in days], "#009E73"),
+            charts.Series("Rejected", [per_day.get((d, ProposalStatus.REJECTED), 0) for d in days], "#D55E00"),
+        ],
+        empty_message="No decisions yet",
+    ) if per_day else charts.bar_chart(title="Decisions per day", labels=[], series=[],
+                                       empty_message="No decisions in the last 14 days")
+
+    runs_model = _runs_model()
+    runs_chart = tokens_chart = cost_chart = None
+    run_total = 0
+    if runs_model is not None:
+        runs = runs_model.objects.filter(agent__workspace_id__in=workspace_ids)
+        by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
+        run_total = sum(by_status.values())
+    if runs_model is not None and run_total:
+        statuses = ["queued", "running", "succeeded", "no_change", "failed", "skipped"]
+        runs_chart = charts.bar_chart(
+            title="Consolidation runs by outcome",
+            labels=[s.replace("_", " ") for s in statuses],
+            series=[charts.Series("Runs", [by_status.get(s, 0) for s in statuses])],
+        )
+        spend = {
+            row["day"]: row
+            for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
+            .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
+        }
+        tokens_chart = charts.line_chart(
+            title="Consolidation tokens per day",
+            labels=_day_labels(days),
+            series=[
+                charts.Series("Tokens in", [spend[d]["tin"] or 0 if d in spend else 0 for d in days]),
+                charts.Series("Tokens out", [spend[d]["tout"] or 0 if d in spend else 0 for d in days]),
+            ],
+            unit="tokens",
+        )
+        cost_chart = charts.bar_chart(
+            title="Consolidation cost per day",
+            labels=_day_labels(days),
+            series=[charts.Series("Cost", [float(spend[d]["cost"] or 0) if d in spend else 0 for d in days])],
+            unit="USD",
+        )
+
+    near = list(near_cap_files(agents_qs)[:50])
+    for row in near:
+        row.percent = round(100 * row.chars / row.cap) if row.cap else 0  # type: ignore[attr-defined]
+    stale = list(stale_files(agents_qs, now)[:50])
+    return TemplateResponse(
+        request,
+        "reviews/admin/dashboard.html",
+        {
+            "queue": queue,
+            "oldest_age": (now - queue["oldest"]) if queue["oldest"] else None,
+            "stale_count": stale_count,
+            "decisions_chart": decisions_chart,
+            "runs_chart": runs_chart,
+            "run_total": run_total,
+            "tokens_chart": tokens_chart,
+            "cost_chart": cost_chart,
+            "near_cap": near,
+            "stale_files": stale,
+            "near_cap_percent": NEAR_CAP_PERCENT,
+            "agent_scoped": AGENT_SCOPED,
+        },
+    )
