@@ -83,6 +83,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "reviews.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -175,12 +176,15 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+# htmx gets the token from {{ csrf_token }} in hx-headers, never the cookie.
+CSRF_COOKIE_HTTPONLY = True
 # A reviewer's session ends after a working day or when the browser closes.
 SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_AGE_SECONDS", 8 * 60 * 60)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "/"
+# Auditors land on the audit log, everyone else on the queue.
+LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- cache --------------------------------------------------------------------

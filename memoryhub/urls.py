@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -18,7 +18,7 @@ urlpatterns = [
     path("api/v1/", include("reviews.api_urls")),
     path("api/v1/", include("consolidation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("django-admin/", admin.site.urls),
     path("", include("reviews.urls")),
 ]

@@ -1,5 +1,21 @@
+"""The review console: sign-in, queue, proposals, sessions, history, blame."""
+
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.contrib.auth import views as auth_views
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from reviews import views
+
+urlpatterns: list[URLPattern] = [
+    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html",
+                                                 redirect_authenticated_user=True), name="login"),
+    # Django's LogoutView accepts POST only: a link cannot sign anyone out.
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", views.queue, name="queue"),
+    path("queue/badge/", views.queue_badge, name="queue-badge"),
+    path("proposals/<int:pk>/", views.proposal_detail, name="proposal"),
+    path("sessions/<int:pk>/", views.session_detail, name="session"),
+    path("agents/<slug:slug>/files/<str:file>/history/", views.file_history, name="file-history"),
+    path("agents/<slug:slug>/files/<str:file>/blame/", views.file_blame, name="file-blame"),
+]

@@ -1,0 +1,40 @@
+"""Template helpers for the review console."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django import template
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from memoryhub import services
+from memoryhub.models import Membership
+from reviews.diffs import Segment
+
+register = template.Library()
+
+
+@register.filter
+def segments(parts: Iterable[Segment]) -> SafeString:
+    """Diff segments as escaped HTML, changed words in <mark>."""
+    return format_html_join(
+        "",
+        "{}",
+        ((format_html("<mark>{}</mark>", s.text) if s.changed else s.text,) for s in parts),
+    )
+
+
+@register.simple_tag
+def staff_roles(user: Any) -> str:
+    """"reviewer · acme" style summary of the user's roles, for the header."""
+    if not services.workspace_ids_for(user):
+        return "no workspace"
+    rows = Membership.objects.for_user(user).select_related("workspace").order_by("workspace__slug")
+    return ", ".join(f"{m.get_role_display()} · {m.workspace.slug}" for m in rows)
+
+
+@register.filter
+def percent_of(value: int, limit: int) -> int:
+    return int(value * 100 / limit) if limit else 0
