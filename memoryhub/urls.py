@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -9,6 +12,36 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 def healthz(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
+
+def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> JsonResponse | None:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": {"code": code, "detail": detail}}, status=status)
+    return None
+
+
+# Outside DRF's views (an unmatched path, a request Django itself refuses),
+# API clients still get the API's error body, never an HTML page.
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _api_error(request, 404, "not_found", "There is no such API route.") or defaults.page_not_found(
+        request, exception
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _api_error(request, 400, "invalid", "The request could not be understood.") or defaults.bad_request(
+        request, exception
+    )
+
+
+def server_error(request: HttpRequest, *args: Any) -> HttpResponse:
+    return _api_error(
+        request, 500, "server_error", "Something went wrong on our side; nothing was stored."
+    ) or defaults.server_error(request)
+
+
+handler404 = not_found
+handler400 = bad_request
+handler500 = server_error
 
 # memoryhub imports neither reviews nor consolidation: their URLs are
 # included by module name only.

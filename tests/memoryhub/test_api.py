@@ -339,3 +339,9 @@ def test_the_api_answers_from_the_database_when_the_cache_is_down(agent, client,
     response = client.get("/api/v1/context?user=u1")
     assert response.status_code == 200 and "Still here." in response.json()["system_prompt"]
     assert client.put("/api/v1/memory/SOUL.md", {"content": "Written anyway."}, format="json").status_code == 200
+
+
+def test_an_unknown_api_route_answers_with_the_api_error_body(client):
+    response = client.get("/api/v1/proposals/null,null/reject")
+    assert response.status_code == 404 and error_code(response) == "not_found"
+    assert client.get("/api/v1/nothing-here").json()["error"]["code"] == "not_found"
