@@ -1,0 +1,32 @@
+"""Consolidation runs in the Django admin: read-only. Runs are started by the
+gate, the API or the review console, and finished by workers; nothing here
+may edit one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from consolidation.models import ConsolidationRun
+
+
+@admin.register(ConsolidationRun)
+class ConsolidationRunAdmin(admin.ModelAdmin):
+    list_display = ("id", "agent", "user_ref", "status", "trigger", "backend", "attempts", "tokens_in", "tokens_out",
+                    "cost_usd", "created_at", "finished_at")
+    list_filter = ("status", "trigger", "backend")
+    search_fields = ("agent__slug", "user_ref")
+    list_select_related = ("agent",)
+    date_hierarchy = "created_at"
+    readonly_fields = [field.name for field in ConsolidationRun._meta.fields] + ["proposals"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

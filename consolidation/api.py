@@ -1,0 +1,91 @@
+"""The staff REST API for consolidation runs (API.md, "Staff")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from consolidation import services
+from consolidation.models import ConsolidationRun, RunStatus, Trigger
+from memoryhub.api import parse_input
+from memoryhub.rest import StaffAPIView, error_responses
+from reviews import access
+
+
+def run_detail(run: ConsolidationRun) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "agent": run.agent.slug,
+        "user": run.user_ref,
+        "status": run.status,
+        "trigger": run.trigger,
+        "backend": run.backend,
+        "model": run.model,
+        "proposals": sorted(p.pk for p in run.proposals.all()),
+        "tokens_in": run.tokens_in,
+        "tokens_out": run.tokens_out,
+        "cost_usd": str(run.cost_usd),
+        "error": run.error,
+        "attempts": run.attempts,
+        "high_water_mark": run.high_water_mark,
+        "counts": run.counts,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+
+
+class RunDetailSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    agent = serializers.CharField()
+    user = serializers.CharField()
+    status = serializers.ChoiceField(choices=RunStatus.values)
+    trigger = serializers.ChoiceField(choices=Trigger.values)
+    backend = serializers.CharField()
+    model = serializers.CharField()
+    proposals = serializers.ListField(child=serializers.IntegerField())
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=True)
+    error = serializers.CharField()
+    attempts = serializers.IntegerField()
+    high_water_mark = serializers.IntegerField()
+    counts = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConsolidateView(StaffAPIView):
+    class InputSerializer(serializers.Serializer):
+        user = serializers.CharField(max_length=255)
+
+    class OutputSerializer(serializers.Serializer):
+        run = serializers.IntegerField()
+        status = serializers.ChoiceField(choices=RunStatus.values)
+
+    @extend_schema(
+        operation_id="consolidate_agent",
+        request=InputSerializer,
+        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+        description="Queue a consolidation run for one user of the agent. While a run for that pair is queued or "
+        "running, the answer names that run instead of starting a second one.",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        agent = access.get_agent_for_user(request.user, slug)
+        data = parse_input(self.InputSerializer, request.data)
+        run, _ = services.trigger_run(agent=agent, user_ref=data["user"], user=request.user)
+        return Response({"run": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+
+
+class RunDetailView(StaffAPIView):
+    @extend_schema(
+        operation_id="get_consolidation_run",
+        responses={200: RunDetailSerializer, **error_responses(401, 403, 404, 429)},
+    )
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(run_detail(services.get_run_for_user(request.user, run_id)))

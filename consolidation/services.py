@@ -1,0 +1,495 @@
+"""Consolidation runs: trigger, claim, execute, sweep, gate and budget.
+
+The one way in for the Celery tasks, the staff API, the review UI and the
+tests. The database is the truth about runs:
+
+- `trigger_run` inserts a QUEUED run; a partial unique index allows one
+  active (queued or running) run per (agent, user) pair, so a second trigger
+  gets the active run back instead of a second one.
+- `claim_run` flips QUEUED → RUNNING with a conditional UPDATE and a lease;
+  exactly one worker wins.
+- `execute_run` runs the phases with no transaction or lock open during
+  the backend call, then writes every proposal and finishes the run in one
+  transaction, fenced by `status=RUNNING, attempts=<the claim's>` so a
+  redelivered duplicate or a presumed-dead worker cannot write twice.
+- `sweep_expired_runs` re-queues runs whose lease ran out (the worker was
+  killed) and re-dispatches queued runs whose broker message was lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Case, Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum, When
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from consolidation import pipeline
+from consolidation.backends import get_backend
+from consolidation.backends.base import BackendError, BackendResult
+from consolidation.models import ConsolidationRun, RunStatus, Trigger
+from memoryhub import errors
+from memoryhub import services as core
+from memoryhub.models import Agent, AgentSession, FileKind, MemoryFile, Source
+
+logger = logging.getLogger(__name__)
+
+# A pair is consolidated before its file reaches the cap, not after.
+CAP_TRIGGER_SHARE = (4, 5)  # 80%, as integers so the comparison stays in SQL
+
+
+def lease_duration() -> timedelta:
+    return timedelta(seconds=settings.MEMORYHUB_RUN_LEASE_SECONDS)
+
+
+def max_attempts() -> int:
+    return int(settings.MEMORYHUB_RUN_MAX_ATTEMPTS)
+
+
+# --- access ---------------------------------------------------------------------------------
+
+
+def visible_runs(user: Any) -> QuerySet[ConsolidationRun]:
+    return ConsolidationRun.objects.in_workspaces(core.workspace_ids_for(user)).select_related("agent")
+
+
+def get_run_for_user(user: Any, run_id: Any) -> ConsolidationRun:
+    """Another workspace's run is a 404, like a missing one."""
+    try:
+        run_id = int(run_id)
+    except (TypeError, ValueError) as exc:
+        raise errors.NotFound("There is no such consolidation run.") from exc
+    run = visible_runs(user).filter(pk=run_id).first()
+    if run is None:
+        raise errors.NotFound("There is no such consolidation run in your workspaces.")
+    return run
+
+
+# --- trigger and dispatch -----------------------------------------------------------------
+
+
+def trigger_run(
+    *,
+    agent: Agent,
+    user_ref: str,
+    trigger: str = Trigger.MANUAL,
+    user: Any = None,
+    backend: str | None = None,
+) -> tuple[ConsolidationRun, bool]:
+    """Queue a run for the pair, or return the one already queued or running.
+    Returns (run, created). A staff `user` needs the reviewer or admin role."""
+    user_ref = core.validate_user_ref(user_ref)
+    if user is not None:
+        core.require_role(user=user, workspace=agent.workspace_id, roles=core.REVIEW_ROLES,
+                          action="start consolidation runs")
+    if not agent.is_active:
+        raise errors.Invalid(f"Agent {agent.slug} is deactivated; it is not consolidated.")
+    # Two tries: the active run we collided with may finish between our
+    # insert and our read, and then a new run is what the caller wants.
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                run = ConsolidationRun.objects.create(
+                    agent=agent,
+                    user_ref=user_ref,
+                    status=RunStatus.QUEUED,
+                    trigger=trigger,
+                    triggered_by=user if getattr(user, "is_authenticated", False) else None,
+                    backend=backend or agent.consolidation_backend,
+                )
+                core.record_event(
+                    action="consolidation.trigger",
+                    agent=agent,
+                    actor_user=user,
+                    user_ref=user_ref,
+                    target=run,
+                    summary=f"Consolidation run #{run.pk} queued for {agent.slug}/{user_ref} ({trigger})",
+                    details={"trigger": trigger, "backend": run.backend},
+                )
+                dispatch(run.pk)
+            return run, True
+        except IntegrityError:
+            active = ConsolidationRun.objects.for_pair(agent.pk, user_ref).active().first()
+            if active is not None:
+                return active, False
+    raise errors.VersionConflict("Another consolidation run for this pair started and finished meanwhile; retry.")
+
+
+def dispatch(run_id: int) -> None:
+    """Send the run to a worker once the transaction that made it commits.
+    A lost or unsent message costs latency, not the run: the sweep
+    re-dispatches queued runs older than a lease."""
+    transaction.on_commit(lambda: _send(run_id))
+
+
+def _send(run_id: int) -> None:
+    from consolidation.tasks import consolidate_task
+
+    # An optional routing setting: production may give dreaming its own
+    # queue, and the worker tests use one per test.
+    queue = getattr(settings, "MEMORYHUB_CONSOLIDATION_QUEUE", None)
+    try:
+        consolidate_task.apply_async(args=(run_id,), **({"queue": queue} if queue else {}))
+    except Exception:
+        logger.warning("could not enqueue consolidation run %s; the sweep will retry", run_id, exc_info=True)
+
+
+# --- claim, finish, requeue -----------------------------------------------------------------
+
+
+def claim_run(*, run_id: int, now: datetime | None = None) -> bool:
+    """QUEUED → RUNNING with a fresh lease, for exactly one caller. A
+    redelivered message for a run whose lease ran out may take it over too
+    (attempts permitting), so a Redis redelivery finishes the work."""
+    now = now or timezone.now()
+    claimable = Q(status=RunStatus.QUEUED) | Q(
+        status=RunStatus.RUNNING, lease_expires_at__lt=now, attempts__lt=max_attempts()
+    )
+    claimed = ConsolidationRun.objects.filter(claimable, pk=run_id).update(
+        status=RunStatus.RUNNING,
+        lease_expires_at=now + lease_duration(),
+        started_at=now,
+        attempts=F("attempts") + 1,
+    )
+    return claimed == 1
+
+
+def _finish(
+    run: ConsolidationRun,
+    *,
+    status: str,
+    now: datetime,
+    error: str = "",
+    counts: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
+    high_water_mark: int | None = None,
+) -> bool:
+    """The fenced final UPDATE: only the claim that is still current may
+    finish the run. Call inside the transaction that writes its results."""
+    fields: dict[str, Any] = {
+        "status": status,
+        "finished_at": now,
+        "lease_expires_at": None,
+        "error": error,
+        **(usage or {}),
+    }
+    if counts is not None:
+        fields["counts"] = counts
+    if high_water_mark is not None:
+        fields["high_water_mark"] = high_water_mark
+    updated = ConsolidationRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts).update(
+        **fields
+    )
+    if updated:
+        for name, value in fields.items():
+            setattr(run, name, value)
+        core.record_event(
+            action=f"consolidation.{status}",
+            agent=run.agent,
+            user_ref=run.user_ref,
+            target=run,
+            summary=f"Consolidation run #{run.pk} for {run.agent.slug}/{run.user_ref}: {status}"
+            + (f" — {error}" if error else ""),
+            details={"status": status, "error": error, "tokens_in": run.tokens_in, "tokens_out": run.tokens_out,
+                     "cost_usd": str(run.cost_usd)},
+        )
+    return bool(updated)
+
+
+def _load_running(run_id: int) -> ConsolidationRun | None:
+    return (
+        ConsolidationRun.objects.select_related("agent__workspace")
+        .filter(pk=run_id, status=RunStatus.RUNNING)
+        .first()
+    )
+
+
+def fail_run(*, run_id: int, reason: str, now: datetime | None = None) -> bool:
+    run = _load_running(run_id)
+    if run is None:
+        return False
+    with transaction.atomic():
+        return _finish(run, status=RunStatus.FAILED, now=now or timezone.now(), error=reason)
+
+
+def requeue_run(*, run_id: int, reason: str, now: datetime | None = None) -> bool:
+    """RUNNING → QUEUED after a transient backend failure; the task retries
+    with backoff (the sweep also picks it up if that message is lost)."""
+    now = now or timezone.now()
+    return bool(
+        ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+            status=RunStatus.QUEUED, lease_expires_at=None, queued_at=now, error=reason
+        )
+    )
+
+
+# --- execute -----------------------------------------------------------------------------
+
+
+def spend_today(*, agent: Agent, now: datetime | None = None) -> Decimal:
+    now = now or timezone.now()
+    midnight = datetime.combine(now.astimezone(UTC).date(), time.min, tzinfo=UTC)
+    total = ConsolidationRun.objects.filter(agent=agent).started_since(midnight).aggregate(total=Sum("cost_usd"))
+    return Decimal(total["total"] or 0)
+
+
+def consumed_mark(*, agent: Agent, user_ref: str) -> int:
+    """Where the next run starts gathering: the mark of the last run that
+    consumed its signals (succeeded or no change). Failed runs consume nothing."""
+    mark = ConsolidationRun.objects.for_pair(agent.pk, user_ref).consuming().aggregate(m=Max("high_water_mark"))["m"]
+    return int(mark or 0)
+
+
+def _usage(result: BackendResult | BackendError) -> dict[str, Any]:
+    return {
+        "model": str(getattr(result, "model", "") or "")[:200],
+        "tokens_in": int(getattr(result, "tokens_in", 0) or 0),
+        "tokens_out": int(getattr(result, "tokens_out", 0) or 0),
+        "cost_usd": Decimal(getattr(result, "cost_usd", 0) or 0),
+    }
+
+
+def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun | None:
+    """Run the phases of a claimed run and finish it. A retryable
+    BackendError propagates (the task retries); every other outcome ends the
+    run: succeeded (proposals made), no_change, skipped or failed with a reason."""
+    run = _load_running(run_id)
+    if run is None:
+        return None
+    now = now or timezone.now()
+    agent = run.agent
+
+    spent = spend_today(agent=agent, now=now)
+    if spent >= agent.daily_budget_usd:
+        with transaction.atomic():
+            _finish(run, status=RunStatus.SKIPPED, now=now, error=(
+                f"Skipped: {agent.slug} has spent ${spent:.4f} of its ${agent.daily_budget_usd:.4f} daily "
+                "consolidation budget (UTC day); no backend was called."
+            ))
+        return run
+
+    files = pipeline.orient(agent=agent, user_ref=run.user_ref)
+    gathered = pipeline.gather(agent=agent, user_ref=run.user_ref, after=consumed_mark(agent=agent,
+                                                                                       user_ref=run.user_ref))
+    counts: dict[str, Any] = {"orient": pipeline.orient_counts(files), "gather": gathered.counts()}
+
+    # No transaction and no lock is open here: an LLM call may take minutes.
+    try:
+        backend = get_backend(run.backend)
+        result = pipeline.consolidate(backend=backend, agent_slug=agent.slug, files=files,
+                                      signals=gathered.signals, now=now)
+    except BackendError as exc:
+        if exc.retryable:
+            raise
+        with transaction.atomic():
+            _finish(run, status=RunStatus.FAILED, now=now, error=exc.reason, counts=counts, usage=_usage(exc))
+        return run
+    usage = _usage(result)
+    counts["consolidate"] = {
+        "changes": len(result.changes),
+        "by_kind": dict(sorted(_count_kinds(result).items())),
+    }
+
+    try:
+        plans = pipeline.prune_and_index(files=files, result=result, signals=gathered.signals)
+    except pipeline.GuardError as exc:
+        counts["prune"] = {"guard": exc.guard}
+        with transaction.atomic():
+            _finish(run, status=RunStatus.FAILED, now=now, error=exc.reason, counts=counts, usage=usage)
+        return run
+    counts["prune"] = {
+        plan.kind: {"entries": len(plan.entries), "chars": len(plan.content), "changes": len(plan.changes)}
+        for plan in plans
+    }
+    counts["proposals"] = len(plans)
+
+    if not plans:
+        with transaction.atomic():
+            _finish(run, status=RunStatus.NO_CHANGE, now=now, counts=counts, usage=usage,
+                    high_water_mark=gathered.high_water_mark)
+        return run
+
+    try:
+        # All or nothing: every proposal and the finished run commit
+        # together, so a worker killed here leaves no partial proposal.
+        with transaction.atomic():
+            if not _finish(run, status=RunStatus.SUCCEEDED, now=now, counts=counts, usage=usage,
+                           high_water_mark=gathered.high_water_mark):
+                return run  # re-claimed by another worker after our lease ran out: theirs to finish
+            proposals = [
+                core.propose_change(
+                    agent=agent,
+                    kind=plan.kind,
+                    user_ref=run.user_ref,
+                    content=plan.content,
+                    source=Source.CONSOLIDATION,
+                    reason=plan.reason(),
+                    rationale=plan.rationale,
+                    # Compare-and-swap: the version read in Orient.
+                    base_version=plan.base_version,
+                )
+                for plan in plans
+            ]
+            run.proposals.add(*proposals)
+    except errors.VersionConflict as exc:
+        # No automatic re-run: the gate or a reviewer starts a fresh run that
+        # reads the new version.
+        reason = f"The file changed during the run, so nothing was proposed: {exc.detail}"
+        _fail_after_rollback(run, now=now, reason=reason, counts=counts, usage=usage)
+    except errors.DomainError as exc:
+        _fail_after_rollback(run, now=now, reason=f"The proposal was refused: {exc.detail}", counts=counts,
+                             usage=usage)
+    return run
+
+
+def _fail_after_rollback(
+    run: ConsolidationRun, *, now: datetime, reason: str, counts: dict[str, Any], usage: dict[str, Any]
+) -> None:
+    run.status = RunStatus.RUNNING  # the rolled-back _finish set it on the instance only
+    counts = {**counts, "proposals": 0}
+    with transaction.atomic():
+        _finish(run, status=RunStatus.FAILED, now=now, error=reason, counts=counts, usage=usage)
+
+
+def _count_kinds(result: BackendResult) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for change in result.changes:
+        found[change.kind] = found.get(change.kind, 0) + 1
+    return found
+
+
+# --- sweep -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    requeued: list[int]
+    failed: list[int]
+    redispatched: list[int]
+
+
+def sweep_expired_runs(*, now: datetime | None = None, batch: int = 100) -> SweepResult:
+    """Runs whose lease ran out lost their worker: back to QUEUED (and
+    dispatched) while attempts remain, else FAILED with the reason. Queued
+    runs older than a lease lost their broker message: dispatched again."""
+    now = now or timezone.now()
+    requeued: list[int] = []
+    failed: list[int] = []
+    expired = list(
+        ConsolidationRun.objects.filter(status=RunStatus.RUNNING, lease_expires_at__lt=now)
+        .order_by("lease_expires_at")
+        .values_list("pk", "attempts")[:batch]
+    )
+    for run_id, attempts in expired:
+        fenced = ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempts,
+                                                 lease_expires_at__lt=now)
+        with transaction.atomic():
+            if attempts >= max_attempts():
+                reason = (f"Worker lost {attempts} times: the run's lease expired before it finished each time; "
+                          "giving up.")
+                run = fenced.select_related("agent__workspace").first()
+                if run is not None and _finish(run, status=RunStatus.FAILED, now=now, error=reason):
+                    failed.append(run_id)
+            elif fenced.update(status=RunStatus.QUEUED, lease_expires_at=None, queued_at=now,
+                               error=f"Worker lost during attempt {attempts}; re-queued by the sweep."):
+                dispatch(run_id)
+                requeued.append(run_id)
+    redispatched: list[int] = []
+    lost = list(
+        ConsolidationRun.objects.filter(status=RunStatus.QUEUED, queued_at__lt=now - lease_duration())
+        .order_by("queued_at")
+        .values_list("pk", "queued_at")[:batch]
+    )
+    for run_id, queued_at in lost:
+        if ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.QUEUED, queued_at=queued_at).update(
+            queued_at=now
+        ):
+            dispatch(run_id)
+            redispatched.append(run_id)
+    return SweepResult(requeued=requeued, failed=failed, redispatched=redispatched)
+
+
+# --- gate ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Eligible:
+    agent_id: int
+    user_ref: str
+    reasons: tuple[str, ...]
+
+
+def eligible_pairs(*, now: datetime | None = None) -> list[Eligible]:
+    """(agent, user) pairs of active agents due for a run, in three queries:
+    enough new ended sessions, or USER.md/MEMORY.md past 80% of its cap;
+    and in both cases no active run and no run in the last gate_hours."""
+    now = now or timezone.now()
+    last_consuming = (
+        ConsolidationRun.objects.filter(agent_id=OuterRef("agent_id"), user_ref=OuterRef("user_ref"))
+        .consuming()
+        .order_by("-created_at")
+        .values("created_at")[:1]
+    )
+    by_sessions = (
+        AgentSession.objects.filter(agent__is_active=True, ended_at__isnull=False)
+        .alias(since=Subquery(last_consuming))
+        .filter(Q(since__isnull=True) | Q(ended_at__gt=F("since")))
+        .values("agent_id", "user_ref")
+        .annotate(sessions=Count("id"), needed=Max("agent__gate_sessions"))
+        .filter(sessions__gte=F("needed"))
+        .values_list("agent_id", "user_ref", "sessions")
+    )
+    numerator, denominator = CAP_TRIGGER_SHARE
+    limit = Case(When(kind=FileKind.USER, then=F("agent__limit_user")), default=F("agent__limit_memory"))
+    near_cap = (
+        MemoryFile.objects.filter(agent__is_active=True, kind__in=[FileKind.USER, FileKind.MEMORY])
+        .alias(scaled_chars=Length("content") * denominator, scaled_limit=limit * numerator)
+        .filter(scaled_chars__gt=F("scaled_limit"))
+        .values_list("agent_id", "user_ref", "kind")
+    )
+    reasons: dict[tuple[int, str], list[str]] = {}
+    for agent_id, user_ref, sessions in by_sessions:
+        reasons.setdefault((agent_id, user_ref), []).append(f"{sessions} ended sessions since the last run")
+    for agent_id, user_ref, kind in near_cap:
+        reasons.setdefault((agent_id, user_ref), []).append(f"{kind} is past 80% of its cap")
+    if not reasons:
+        return []
+    agent_ids = {agent_id for agent_id, _ in reasons}
+    history = {
+        (row["agent_id"], row["user_ref"]): row
+        for row in ConsolidationRun.objects.filter(agent_id__in=agent_ids)
+        .values("agent_id", "user_ref")
+        .annotate(last=Max("created_at"), active=Count("id", filter=Q(status__in=[RunStatus.QUEUED,
+                                                                                  RunStatus.RUNNING])))
+    }
+    gate_hours = dict(Agent.objects.filter(pk__in=agent_ids).values_list("pk", "gate_hours"))
+    eligible = []
+    for (agent_id, user_ref), why in sorted(reasons.items()):
+        past = history.get((agent_id, user_ref))
+        if past is not None:
+            if past["active"]:
+                continue
+            if past["last"] > now - timedelta(hours=gate_hours[agent_id]):
+                continue
+        eligible.append(Eligible(agent_id=agent_id, user_ref=user_ref, reasons=tuple(why)))
+    return eligible
+
+
+def run_gate(*, now: datetime | None = None) -> list[ConsolidationRun]:
+    """Queue one run per eligible pair."""
+    pairs = eligible_pairs(now=now)
+    agents = Agent.objects.select_related("workspace").in_bulk({pair.agent_id for pair in pairs})
+    runs = []
+    for pair in pairs:
+        run, created = trigger_run(agent=agents[pair.agent_id], user_ref=pair.user_ref, trigger=Trigger.GATE)
+        if created:
+            runs.append(run)
+            logger.info("gate queued run %s for %s/%s: %s", run.pk, agents[pair.agent_id].slug, pair.user_ref,
+                        "; ".join(pair.reasons))
+    return runs
