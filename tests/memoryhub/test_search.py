@@ -5,7 +5,6 @@ from django.db import connection
 
 from memoryhub import errors, immutability, search, services
 from memoryhub.models import LogEntry, MemoryFile
-from tests.conftest import needs_postgres
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -299,8 +298,16 @@ def test_it_uses_one_query_for_files_and_one_for_logs(agent, django_assert_num_q
 # --- the indexes themselves ------------------------------------------------------------------
 
 
-def test_it_uses_the_gin_indexes_on_postgresql(agent):
-    needs_postgres()
+def test_the_full_text_index_serves_the_query_and_stays_in_sync(agent):
+    """Each database has its own index: GIN expression indexes on PostgreSQL,
+    FTS5 tables kept by triggers on SQLite."""
+    if connection.vendor == "postgresql":
+        check_gin_indexes_are_used()
+    else:
+        check_sqlite_index_stays_in_sync(agent)
+
+
+def check_gin_indexes_are_used():
     with connection.cursor() as cursor:
         # A table this small is always scanned; forbid that to see the index is usable.
         cursor.execute("SET LOCAL enable_seqscan = off")
@@ -318,9 +325,7 @@ def test_it_uses_the_gin_indexes_on_postgresql(agent):
             assert index in plan, plan
 
 
-def test_it_keeps_the_sqlite_index_in_sync_through_updates_and_deletes(agent):
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite FTS5 triggers")
+def check_sqlite_index_stays_in_sync(agent):
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- zebracorn")
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- unicorn")
     log(agent, "u1", "zebracorn log")
