@@ -55,10 +55,17 @@ def parse(content: str) -> tuple[str, ...]:
 
 
 def render(entries: Iterable[str]) -> str:
-    lines = []
+    """Markdown as people write it: a blank line around each heading, so a
+    consolidation diff shows the changed entries and not layout noise."""
+    lines: list[str] = []
     for entry in entries:
         text = normalise(entry)
         if not text:
             continue
-        lines.append(f"{text}\n" if is_heading(text) else f"- {text}\n")
+        if is_heading(text):
+            if lines:
+                lines.append("\n")
+            lines.append(f"{text}\n\n")
+        else:
+            lines.append(f"- {text}\n")
     return "".join(lines)

@@ -68,7 +68,7 @@ def test_entries_parse_list_items_headings_continuations_and_plain_lines() -> No
 
     assert md.parse(content) == ("# About Dana", "Likes tea", "Uses vim and tmux", "Lives in Lisbon", "Plain line")
     rendered = md.render(md.parse(content))
-    assert rendered == "# About Dana\n- Likes tea\n- Uses vim and tmux\n- Lives in Lisbon\n- Plain line\n"
+    assert rendered == "# About Dana\n\n- Likes tea\n- Uses vim and tmux\n- Lives in Lisbon\n- Plain line\n"
     assert md.render(md.parse(rendered)) == rendered
 
 
