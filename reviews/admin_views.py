@@ -220,7 +220,7 @@ def agents(request: HttpRequest) -> HttpResponse:
 
 # --- one agent --------------------------------------------------------------------------
 
-AGENT_ACTIONS = ("persona", "tools", "policies", "key-create", "key-revoke")
+AGENT_ACTIONS = ("persona", "tools", "policies", "key-create", "key-revoke", "consolidate")
 POLICY_INPUTS = (
     "strategy", "write_policy", "consolidation_backend", "limit_soul", "limit_about", "limit_tools", "limit_user",
     "limit_memory", "gate_hours", "gate_sessions", "daily_budget_usd", "staleness_ttl_days", "token_encoding",
@@ -248,12 +248,15 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
     tools_json = json.dumps(
         [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools], indent=2
     )
+    user_files = list(user_files)
     return {
         "agent": agent,
         "is_admin": _is_admin(request, agent.workspace_id),
+        "can_consolidate": services.role_in(user=request.user, workspace=agent.workspace_id) in services.REVIEW_ROLES,
+        "user_refs": known_user_refs(agent),
         "persona": persona,
         "agent_files": [files[k] for k in PERSONA_FILES if k in files and files[k].content],
-        "user_files": list(user_files),
+        "user_files": user_files,
         "tools": tools,
         "tools_json": tools_json,
         "keys": list(agent.api_keys.select_related("created_by")),
@@ -281,7 +284,9 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     action = request.POST.get("action", "")
     if action not in AGENT_ACTIONS:
         raise Http404("Unknown action.")
-    fragment = {"persona": "persona", "tools": "tools", "policies": "policies"}.get(action, "keys")
+    fragment = {"persona": "persona", "tools": "tools", "policies": "policies", "consolidate": "files"}.get(
+        action, "keys"
+    )
     overrides: dict[str, Any] = {}
     error = ""
     try:
@@ -333,6 +338,17 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 overrides["errors"] = {"policies": exc.detail}
                 raise
             notice = f"Policies saved: {', '.join(changed)} changed." if changed else "Nothing changed."
+        elif action == "consolidate":
+            from consolidation import services as consolidation
+
+            run, created = consolidation.trigger_run(
+                agent=agent, user_ref=request.POST.get("user", ""), user=request.user
+            )
+            notice = (
+                f"Consolidation run #{run.pk} queued for {run.user_ref}; its proposals will appear in the queue."
+                if created
+                else f"Consolidation run #{run.pk} for {run.user_ref} is already {run.status}."
+            )
         elif action == "key-create":
             key, raw_key = admin_services.issue_key(
                 agent=agent, name=request.POST.get("name", ""), actor_user=request.user

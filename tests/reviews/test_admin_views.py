@@ -543,3 +543,22 @@ def test_the_dashboard_charts_consolidation_runs_when_the_table_exists(agent, re
 def test_the_dashboard_says_no_runs_yet_when_there_are_none(agent, reviewer):
     page = login(reviewer).get("/dashboard/").content.decode()
     assert "No runs yet." in page and "Consolidation runs by outcome" not in page
+
+
+def test_a_reviewer_triggers_a_consolidation_run_from_the_agent_page(agent, reviewer):
+    from consolidation.models import ConsolidationRun
+
+    session = services.start_session(agent=agent, user_ref="u-9")
+    services.append_log(session=session, entries=[{"role": "note", "content": "Prefers letters."}])
+    client = login(reviewer)
+    response = client.post(f"/agents/{agent.slug}/", {"action": "consolidate", "user": "u-9"})
+    assert response.status_code == 302
+    run = ConsolidationRun.objects.get(agent=agent, user_ref="u-9")
+    again = client.post(f"/agents/{agent.slug}/", {"action": "consolidate", "user": "u-9"}, HTTP_HX_REQUEST="true")
+    assert again.status_code == 200 and f"run #{run.pk}" in again.content.decode()
+    assert ConsolidationRun.objects.filter(agent=agent).count() == 1
+
+
+def test_an_auditor_cannot_trigger_consolidation(agent, auditor):
+    response = login(auditor).post(f"/agents/{agent.slug}/", {"action": "consolidate", "user": "u-9"})
+    assert response.status_code == 403
