@@ -71,7 +71,7 @@ class ConsolidateView(StaffAPIView):
     @extend_schema(
         operation_id="consolidate_agent",
         request=InputSerializer,
-        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 412, 429)},
         description="Queue a consolidation run for one user of the agent. While a run for that pair is queued or "
         "running, the answer names that run instead of starting a second one.",
     )

@@ -243,7 +243,7 @@ class ToolsView(AgentAPIView):
 class SessionsView(AgentAPIView):
     class InputSerializer(serializers.Serializer):
         user = TextField(max_length=255, trim_whitespace=False)
-        external_id = TextField(max_length=255, required=False, default="", allow_blank=True)
+        external_id = TextField(max_length=255, required=False, default="", allow_blank=True, trim_whitespace=False)
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()

@@ -246,6 +246,11 @@ def _pair_stamp_key(agent_id: int, user_ref: str) -> str:
     return f"ctx:stamp:a{agent_id}:u{hashlib.sha256(user_ref.encode()).hexdigest()[:24]}"
 
 
+# Stamps expire like payloads do: one key per user ever seen must not live
+# forever in Redis. An expired stamp only costs the next request a rebuild.
+STAMP_TTL = CACHE_TTL
+
+
 def invalidate(*, agent_id: int, user_ref: str = "") -> None:
     """Replace the stamp after commit, so readers stop using cached payloads
     that predate this change. Random stamps (not counters) mean an evicted
@@ -254,7 +259,7 @@ def invalidate(*, agent_id: int, user_ref: str = "") -> None:
 
     def replace() -> None:
         try:
-            cache.set(key, secrets.token_hex(8), None)
+            cache.set(key, secrets.token_hex(8), STAMP_TTL)
         except Exception:
             logger.warning("context cache unavailable; could not invalidate %s", key, exc_info=True)
 
@@ -269,7 +274,7 @@ def cached_context(*, agent: Agent, user_ref: str) -> dict[str, Any]:
         stamps = cache.get_many([agent_key, pair_key])
         missing = {k: secrets.token_hex(8) for k in (agent_key, pair_key) if k not in stamps}
         if missing:
-            cache.set_many(missing, None)
+            cache.set_many(missing, STAMP_TTL)
             stamps.update(missing)
         user_digest = hashlib.sha256(user_ref.encode()).hexdigest()[:24]
         payload_key = (

@@ -664,8 +664,8 @@ def rollback_file(
 
 def start_session(*, agent: Agent, user_ref: str, external_id: str = "") -> AgentSession:
     user_ref = validate_user_ref(user_ref)
-    if len(external_id) > 255:
-        raise errors.Invalid("external_id must be at most 255 characters.", field="external_id")
+    if len(external_id) > 255 or not external_id.isprintable():
+        raise errors.Invalid("external_id must be at most 255 printable characters.", field="external_id")
     assembled = context.build_context(agent=agent, user_ref=user_ref)
     session = AgentSession.objects.create(
         agent=agent,
@@ -789,7 +789,9 @@ def validate_tools(tools: Any) -> list[dict[str, Any]]:
                 field=f"{where}.description",
             )
         validate_content(description)
-        parameters = tool.get("parameters") or {"type": "object", "properties": {}}
+        parameters = tool.get("parameters", {})
+        if parameters == {}:
+            parameters = {"type": "object", "properties": {}}
         if not isinstance(parameters, dict) or parameters.get("type") != "object":
             raise errors.Invalid(
                 f"{where}.parameters must be a JSON Schema object with \"type\": \"object\".",

@@ -268,6 +268,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded"],
+        "RunStatusEnum": ["queued", "running", "succeeded", "no_change", "failed", "skipped"],
     },
 }
 

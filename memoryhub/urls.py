@@ -4,8 +4,8 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
 from django.urls import include, path
+from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 

@@ -54,11 +54,15 @@ def _flush_around_append_only_triggers() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
-    """Row ids repeat across rolled-back tests, so cached contexts and
-    throttle counters keyed by them must not outlive a test."""
-    from django.core.cache import cache
+    """Row ids repeat across rolled-back SQLite tests, so cached contexts and
+    throttle counters keyed by them must not outlive a test. Only the local
+    cache is cleared: a Redis cache shares its database with the broker,
+    and PostgreSQL never reuses ids."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
 
-    cache.clear()
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()
     yield
 
 

@@ -1,0 +1,245 @@
+"""Schemathesis over /api/schema/, in process: every operation of the live
+OpenAPI schema is fuzzed (examples, coverage and fuzzing phases, positive
+and negative cases) against the WSGI app with real credentials and seeded
+data. Every answer must be a non-5xx the schema documents: status code,
+content type, headers and body.
+
+Agent routes are called with an agent key, staff routes with a reviewer's
+personal token in the agent's workspace. Part of the generated path
+parameters, queries and bodies are steered toward seeded objects, so the
+positive paths run too, and every operation must answer 2xx at least once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from consolidation import services as consolidation
+from memoryhub import services
+from memoryhub.celery import app as celery_app
+from memoryhub.models import LogRole, Role, Source, WritePolicy
+from memoryhub.wsgi import application
+from tests.factories import AgentFactory, ToolFactory, staff
+
+STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs")
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+USERS = ("alice", "bob@example.com")
+AGENT_SLUG = "schema-agent"
+
+# A fixed seed, derandomized Hypothesis and no example database: every run
+# sends the same requests.
+CONFIG = schemathesis.Config.from_dict({"seed": 20261101, "generation": {"database": "none"}})
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application, config=CONFIG)
+
+
+@dataclass
+class Seeded:
+    agent_key: str = ""
+    staff_token: str = ""
+    pools: dict[str, list[Any]] = field(default_factory=dict)
+    statuses: Counter[int] = field(default_factory=Counter)
+
+
+# The hooks below run while Hypothesis draws, long after import; the
+# `seeded` fixture fills this in for the operation under test.
+SEEDED = Seeded()
+
+
+def seed_data() -> Seeded:
+    agent = AgentFactory(slug=AGENT_SLUG)
+    ToolFactory(agent=agent, name="lookup_order")
+    for version in range(1, 4):
+        services.write_memory(agent=agent, kind="SOUL.md", content=f"I am a patient support agent (v{version}).")
+        services.write_memory(agent=agent, kind="ABOUT.md", content=f"Runs the help desk of a bike shop (v{version}).")
+        services.write_memory(agent=agent, kind="TOOLS.md", content=f"lookup_order takes an order number (v{version}).")
+        for user in USERS:
+            services.write_memory(agent=agent, kind="USER.md", user_ref=user, content=f"- Name: {user} (v{version})")
+            services.write_memory(agent=agent, kind="MEMORY.md", user_ref=user, content=f"- Rides model {version}")
+    admin = staff(agent.workspace, Role.ADMIN)
+    reviewer = staff(agent.workspace, Role.REVIEWER)
+
+    def pending(batch: str) -> list[int]:
+        # One file each, so deciding one proposal never makes another stale.
+        return [
+            services.propose_change(agent=agent, kind="MEMORY.md", user_ref=f"{batch}-{i}", content=f"- fact {i}",
+                                    source=Source.ADMIN, author_user=admin, reason="seeded").pk
+            for i in range(12)
+        ]
+
+    to_approve, to_reject = pending("approve"), pending("reject")
+    own = services.propose_change(agent=agent, kind="SOUL.md", content="I am brisk.", source=Source.ADMIN,
+                                  author_user=reviewer, reason="the reviewer's own: four-eyes").pk
+    decided = services.propose_change(agent=agent, kind="ABOUT.md", content="Sells bikes.",
+                                      source=Source.CONSOLIDATION)
+    services.reject_proposal(proposal_id=decided.pk, reviewer=reviewer, comment="no")
+
+    reviewed = AgentFactory(workspace=agent.workspace, slug="schema-reviewed", write_policy=WritePolicy.REVIEW)
+    elsewhere = AgentFactory(slug="schema-elsewhere")
+    hidden = services.propose_change(agent=elsewhere, kind="SOUL.md", content="Not yours.",
+                                     source=Source.CONSOLIDATION)
+    foreign = services.start_session(agent=elsewhere, user_ref="alice")
+
+    open_sessions = [services.start_session(agent=agent, user_ref=user).pk for user in USERS * 3]
+    services.append_log(session=services.get_session(agent=agent, session_id=open_sessions[0]),
+                        entries=[{"role": "user", "content": "Call me Al; I ride a gravel bike now."}])
+    ended = services.start_session(agent=agent, user_ref="alice")
+    services.end_session(session=ended)
+    run, _ = consolidation.trigger_run(agent=agent, user_ref="alice", user=reviewer)
+    foreign_run, _ = consolidation.trigger_run(agent=elsewhere, user_ref="alice")
+
+    # Four-eyes (403), already decided (409), another workspace's (404).
+    refused = [own, decided.pk, hidden.pk]
+    _, agent_key = services.issue_agent_key(agent=agent)
+    _, staff_token = services.issue_staff_token(user=reviewer)
+    return Seeded(
+        agent_key=agent_key,
+        staff_token=staff_token,
+        pools={
+            # The first entries are the seeded agent and its objects; the
+            # rest answer 400/403/404 (other policy, other workspace, decided).
+            "slug": [agent.slug, agent.slug, reviewed.slug, elsewhere.slug],
+            "proposal_id": [*to_approve[:2], *to_reject[:2], *refused],
+            "proposal_id/approve": [*to_approve, *refused],
+            "proposal_id/reject": [*to_reject, *refused],
+            "session_id": [*open_sessions[:2], ended.pk, foreign.pk],
+            "session_id/log": open_sessions,
+            "run_id": [run.pk, run.pk, foreign_run.pk],
+        },
+    )
+
+
+def _pool(context: Any, name: str) -> list[Any]:
+    suffix = context.operation.path.rsplit("/", 1)[-1]
+    return SEEDED.pools.get(f"{name}/{suffix}") or SEEDED.pools.get(name) or []
+
+
+def _half_the_time(original: Any, steered: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.just(original), steered)
+
+
+@schema.hook
+def flatmap_path_parameters(context: Any, path_parameters: dict[str, Any] | None) -> st.SearchStrategy[Any]:
+    """Point the path at seeded objects instead of random ids."""
+    if not isinstance(path_parameters, dict):
+        return st.just(path_parameters)
+    steered = {name: st.sampled_from(pool) for name in path_parameters if (pool := _pool(context, name))}
+    if not steered:
+        return st.just(path_parameters)
+    return _half_the_time(path_parameters, st.fixed_dictionaries(steered).map(lambda p: {**path_parameters, **p}))
+
+
+def _with_user(query: dict[str, Any], user: str | None) -> dict[str, Any]:
+    rest = {key: value for key, value in query.items() if key != "user"}
+    return rest if user is None else {**rest, "user": user}
+
+
+@schema.hook
+def flatmap_query(context: Any, query: dict[str, Any] | None) -> st.SearchStrategy[Any]:
+    """Name a seeded end user (or none, for the agent's own files)."""
+    if not isinstance(query, dict) or "user" not in {p.name for p in context.operation.query}:
+        return st.just(query)
+    return _half_the_time(query, st.sampled_from([*USERS, None]).map(lambda user: _with_user(query, user)))
+
+
+_PLAIN_TEXT = st.text(st.characters(min_codepoint=32, exclude_categories=["Cs"]), min_size=1, max_size=80)
+_STEERED_BODIES: dict[str, Callable[[], st.SearchStrategy[Any]]] = {
+    # Log entries must be non-blank text without control characters.
+    "log": lambda: st.fixed_dictionaries({
+        "entries": st.lists(
+            st.fixed_dictionaries({"role": st.sampled_from(LogRole.values),
+                                   "content": _PLAIN_TEXT.filter(str.strip)}),
+            min_size=1, max_size=4,
+        )
+    }),
+    # Every seeded file has versions 1 to 3.
+    "rollback": lambda: st.fixed_dictionaries({"version": st.sampled_from([1, 2]), "reason": _PLAIN_TEXT}),
+}
+
+
+@schema.hook
+def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None:
+    """A rollback succeeds only when slug, file, user and version all fit:
+    one explicit example makes sure the 200 is seen."""
+    operation = context.operation
+    if operation.path.endswith("/rollback"):
+        examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "SOUL.md"},
+                                       body={"version": 1, "reason": "Back to the first persona."},
+                                       media_type="application/json"))
+
+
+@schema.hook
+def flatmap_body(context: Any, body: Any) -> st.SearchStrategy[Any]:
+    """Mix well-formed bodies into operations whose rules the schema does not
+    state, so their success path is reached too."""
+    steer = _STEERED_BODIES.get(context.operation.path.rsplit("/", 1)[-1])
+    return st.just(body) if steer is None else _half_the_time(body, steer())
+
+
+@pytest.fixture
+def seeded() -> Iterator[Seeded]:
+    # The WSGI calls run in this thread on the test's own connection, which
+    # close_old_connections would close under pytest-django.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    # (tests/conftest.py clears the cache before each operation.)
+    # Consolidation runs are dispatched on commit: run them in process
+    # rather than leaving messages in the developer's broker.
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    try:
+        SEEDED.__dict__.update(seed_data().__dict__)
+        yield SEEDED
+    finally:
+        celery_app.conf.task_always_eager = eager
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def answered_2xx(request: pytest.FixtureRequest, seeded: Seeded) -> Iterator[None]:
+    """Checked after the run: an operation that never answered 2xx was only
+    fuzzed at its error paths, which proves little about its answers."""
+    failed_before = request.session.testsfailed
+    yield
+    if request.session.testsfailed == failed_before and not any(200 <= code < 300 for code in seeded.statuses):
+        pytest.fail(f"{request.node.name}: no 2xx answer among {dict(sorted(seeded.statuses.items()))}")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("answered_2xx")
+@schema.parametrize()
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_every_operation_answers_as_its_schema_says(case: schemathesis.Case, seeded: Seeded) -> None:
+    secret = seeded.staff_token if case.path.startswith(STAFF_PREFIXES) else seeded.agent_key
+    response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, checks=CHECKS)
+    if case.method.upper() == case.operation.method.upper():  # not the coverage phase's OPTIONS/TRACE probes
+        seeded.statuses[response.status_code] += 1
