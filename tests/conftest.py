@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -64,6 +66,19 @@ def _clear_cache() -> Iterator[None]:
     if isinstance(caches["default"], LocMemCache):
         caches["default"].clear()
     yield
+
+
+@pytest.fixture
+def scratch_queue(settings: Any) -> Iterator[str]:
+    """Transactional tests really dispatch consolidation runs: send them to a
+    queue nobody serves, then empty it, so no worker sees these messages."""
+    from memoryhub.celery import app as celery_app
+
+    queue = f"test-scratch-{uuid.uuid4().hex[:8]}"
+    settings.MEMORYHUB_CONSOLIDATION_QUEUE = queue
+    yield queue
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(queue)
 
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

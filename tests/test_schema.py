@@ -33,7 +33,6 @@ from schemathesis.checks import (
 
 from consolidation import services as consolidation
 from memoryhub import services
-from memoryhub.celery import app as celery_app
 from memoryhub.models import LogRole, Role, Source, WritePolicy
 from memoryhub.wsgi import application
 from tests.factories import AgentFactory, ToolFactory, staff
@@ -199,21 +198,17 @@ def flatmap_body(context: Any, body: Any) -> st.SearchStrategy[Any]:
 
 
 @pytest.fixture
-def seeded() -> Iterator[Seeded]:
+def seeded(scratch_queue: str) -> Iterator[Seeded]:
     # The WSGI calls run in this thread on the test's own connection, which
     # close_old_connections would close under pytest-django.
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     # (tests/conftest.py clears the cache before each operation.)
-    # Consolidation runs are dispatched on commit: run them in process
-    # rather than leaving messages in the developer's broker.
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
+    # Consolidation runs are dispatched on commit, to a scratch queue.
     try:
         SEEDED.__dict__.update(seed_data().__dict__)
         yield SEEDED
     finally:
-        celery_app.conf.task_always_eager = eager
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -20,7 +19,6 @@ from consolidation import services
 from consolidation.models import ConsolidationRun, RunStatus, Trigger
 from consolidation.tasks import consolidate_task
 from memoryhub import services as core
-from memoryhub.celery import app as celery_app
 from memoryhub.models import AgentSession, LogEntry, Proposal, ProposalStatus, Role, Source
 from tests.api_helpers import agent_client, error_code, staff_client
 from tests.factories import AgentFactory, WorkspaceFactory, staff
@@ -60,17 +58,6 @@ def llm(settings: Any, openai_server: OpenAIServer) -> OpenAIServer:
     settings.OPENAI_PRICE_INPUT_PER_MTOK = 1.0
     settings.OPENAI_PRICE_OUTPUT_PER_MTOK = 2.0
     return openai_server
-
-
-@pytest.fixture
-def scratch_queue(settings: Any) -> Iterator[str]:
-    """Transactional tests really dispatch: send to a queue nobody serves,
-    then empty it, so no other test's worker sees these messages."""
-    queue = f"test-runs-{uuid.uuid4().hex[:8]}"
-    settings.MEMORYHUB_CONSOLIDATION_QUEUE = queue
-    yield queue
-    with celery_app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(queue)
 
 
 # --- trigger and claim ---------------------------------------------------------------------------
