@@ -4,16 +4,14 @@ may edit one."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from consolidation.models import ConsolidationRun
+from memoryhub.admin import ReadOnlyMixin
 
 
 @admin.register(ConsolidationRun)
-class ConsolidationRunAdmin(admin.ModelAdmin):
+class ConsolidationRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("id", "agent", "user_ref", "status", "trigger", "backend", "attempts", "tokens_in", "tokens_out",
                     "cost_usd", "created_at", "finished_at")
     list_filter = ("status", "trigger", "backend")
@@ -22,11 +20,3 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     readonly_fields = [field.name for field in ConsolidationRun._meta.fields] + ["proposals"]
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -133,6 +133,12 @@ def update_agent(
         wanted["write_policy"] = _check_choice(write_policy, choices=WritePolicy, field="write_policy")
     if backend is not None:
         wanted["consolidation_backend"] = _check_choice(backend, choices=Backend, field="backend")
+    return change_agent_fields(agent=agent, wanted=wanted, actor_user=actor_user, action="agent.update")
+
+
+def change_agent_fields(*, agent: Agent, wanted: dict[str, Any], actor_user: Any, action: str) -> list[str]:
+    """Set validated agent fields under a row lock. Returns the names of the
+    fields that changed; no change, no write and no audit event."""
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
         before = {field: getattr(locked, field) for field in wanted}
@@ -144,12 +150,12 @@ def update_agent(
         # updated_at (auto_now) is part of the context cache key and the ETag.
         locked.save(update_fields=[*changed, "updated_at"])
         services.record_event(
-            action="agent.update",
+            action=action,
             agent=locked,
             actor_user=actor_user,
             target=locked,
             summary=f"Changed {', '.join(changed)} of agent {locked.slug}",
-            details={field: {"from": before[field], "to": wanted[field]} for field in changed},
+            details={field: {"from": str(before[field]), "to": str(wanted[field])} for field in changed},
         )
         context.invalidate(agent_id=locked.pk)
     for field in changed:

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from memoryhub import context, errors, services, staff
+from memoryhub import errors, services, staff
 from memoryhub.models import Agent, ApiKey, Backend, Proposal, Source, Strategy, ToolSetting, Workspace, WritePolicy
 from memoryhub.tokens import ENCODING_NAMES
 
@@ -163,26 +163,6 @@ def update_agent_policies(*, agent: Agent, policies: dict[str, Any], actor_user:
     """Set every policy field at once (a form post carries them all). Returns
     the names of the fields that changed; no change, no write, no event."""
     _require_admin(user=actor_user, workspace=agent.workspace_id, action="change agent policies")
-    wanted = clean_policies(policies)
-    locked = Agent.objects.select_for_update().get(pk=agent.pk)
-    before = {field: getattr(locked, field) for field in POLICY_FIELDS}
-    changed = [field for field in POLICY_FIELDS if before[field] != wanted[field]]
-    if not changed:
-        return []
-    for field in changed:
-        setattr(locked, field, wanted[field])
-    # updated_at (auto_now) is part of the context cache key and the ETag.
-    locked.save(update_fields=[*changed, "updated_at"])
-    services.record_event(
-        action="agent.policies",
-        agent=locked,
-        actor_user=actor_user,
-        target=locked,
-        summary=f"Changed {', '.join(changed)} of agent {locked.slug}",
-        details={field: {"from": str(before[field]), "to": str(wanted[field])} for field in changed},
+    return staff.change_agent_fields(
+        agent=agent, wanted=clean_policies(policies), actor_user=actor_user, action="agent.policies"
     )
-    context.invalidate(agent_id=locked.pk)
-    for field in changed:
-        setattr(agent, field, wanted[field])
-    agent.updated_at = locked.updated_at
-    return changed
