@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from memoryhub import context, errors, services
@@ -100,7 +101,7 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
         if user_ref:
             rows += _sqlite_logs(agent=agent, user_ref=user_ref, match=match, limit=limit)
     else:
-        raise NotImplementedError(f"Memory search supports PostgreSQL and SQLite, not {connection.vendor}.")
+        raise ImproperlyConfigured(f"Memory search supports PostgreSQL and SQLite, not {connection.vendor}.")
 
     # Newer first among equal scores: the fresher fact is the likelier answer.
     rows.sort(key=lambda row: (-row.hit.score, -row.hit.created_at.timestamp()))
