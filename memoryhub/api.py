@@ -19,8 +19,12 @@ from memoryhub.rest import AgentAPIView, error_responses
 FILE_PARAM = OpenApiParameter(
     "file", str, OpenApiParameter.PATH, enum=FileKind.values, description="One of the five memory files."
 )
+# The bounds the services enforce, stated in the schema so generated clients
+# know them (printable is checked by the server: 400 `invalid` otherwise).
+USER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 255}
 USER_PARAM = OpenApiParameter(
-    "user", str, OpenApiParameter.QUERY, description="The end user's reference (USER.md and MEMORY.md only)."
+    "user", USER_SCHEMA, OpenApiParameter.QUERY,
+    description="The end user's reference, 1–255 printable characters (USER.md and MEMORY.md only).",
 )
 _IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,9})"?\s*$')
 
@@ -80,8 +84,9 @@ class ContextView(AgentAPIView):
     @extend_schema(
         operation_id="get_context",
         parameters=[
-            OpenApiParameter("user", str, OpenApiParameter.QUERY, required=True),
-            OpenApiParameter("session", int, OpenApiParameter.QUERY, description="A session's frozen snapshot."),
+            OpenApiParameter("user", USER_SCHEMA, OpenApiParameter.QUERY, required=True),
+            OpenApiParameter("session", {"type": "integer", "minimum": 1}, OpenApiParameter.QUERY,
+                             description="A session's frozen snapshot."),
         ],
         responses={200: OutputSerializer, 304: OpenApiResponse(description="Not modified"),
                    **error_responses(400, 401, 403, 404, 429)},
@@ -107,9 +112,11 @@ class MemorySearchView(AgentAPIView):
     @extend_schema(
         operation_id="search_memory",
         parameters=[
-            OpenApiParameter("q", str, OpenApiParameter.QUERY, required=True),
+            OpenApiParameter("q", {"type": "string", "minLength": 1, "maxLength": 200}, OpenApiParameter.QUERY,
+                             required=True),
             USER_PARAM,
-            OpenApiParameter("limit", int, OpenApiParameter.QUERY, description="1–50, default 10."),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                             OpenApiParameter.QUERY),
         ],
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 429)},
     )
@@ -209,14 +216,14 @@ class MemoryFileView(AgentAPIView):
 
 
 class ToolSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    description = serializers.CharField(allow_blank=True, required=False)
-    parameters = serializers.DictField(required=False)
+    name = serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$")
+    description = serializers.CharField(allow_blank=True, required=False, max_length=services.TOOL_DESCRIPTION_MAX)
+    parameters = serializers.DictField(required=False, help_text='A JSON Schema with "type": "object".')
 
 
 class ToolsView(AgentAPIView):
     class InputSerializer(serializers.Serializer):
-        tools = ToolSerializer(many=True)
+        tools = ToolSerializer(many=True, max_length=services.MAX_TOOLS)
 
     class OutputSerializer(serializers.Serializer):
         tools = ToolSerializer(many=True)
@@ -269,7 +276,7 @@ class SessionsView(AgentAPIView):
 class SessionLogView(AgentAPIView):
     class EntrySerializer(serializers.Serializer):
         role = serializers.ChoiceField(choices=LogRole.values)
-        content = serializers.CharField(trim_whitespace=False)
+        content = serializers.CharField(trim_whitespace=False, max_length=services.MAX_LOG_ENTRY_CHARS)
 
     class InputSerializer(serializers.Serializer):
         entries = serializers.ListField(child=serializers.DictField())
@@ -280,7 +287,10 @@ class SessionLogView(AgentAPIView):
 
     @extend_schema(
         operation_id="append_session_log",
-        request=inline_serializer("LogInput", fields={"entries": EntrySerializer(many=True)}),
+        request=inline_serializer(
+            "LogInput",
+            fields={"entries": EntrySerializer(many=True, min_length=1, max_length=services.MAX_LOG_BATCH)},
+        ),
         responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
     )
     def post(self, request: Request, session_id: int) -> Response:

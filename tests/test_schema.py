@@ -180,13 +180,16 @@ _STEERED_BODIES: dict[str, Callable[[], st.SearchStrategy[Any]]] = {
 
 @schema.hook
 def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None:
-    """A rollback succeeds only when slug, file, user and version all fit:
-    one explicit example makes sure the 200 is seen."""
+    """File routes succeed only when slug, file, user (and version) all fit:
+    one explicit example each makes sure their 200 is seen."""
     operation = context.operation
     if operation.path.endswith("/rollback"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "SOUL.md"},
                                        body={"version": 1, "reason": "Back to the first persona."},
                                        media_type="application/json"))
+    if operation.path.endswith("/versions"):
+        examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
+                                       query={"user": USERS[0]}))
 
 
 @schema.hook
