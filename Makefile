@@ -4,7 +4,7 @@
 #               on http://127.0.0.1:8000/ with a Celery worker and beat
 #               (SQLite and the filesystem broker under var/; Ctrl-C stops all)
 #   make test   install, then pytest (pass options with PYTEST_ARGS="-k foo")
-#   make lint   ruff check
+#   make lint   ruff check and mypy (make test runs it first)
 #   make lock   regenerate requirements.lock from .venv
 #   make clean  remove var/ and .venv
 #   make bench  run the context API benchmark
@@ -56,11 +56,13 @@ $(SEED_STAMP): | migrate
 run: migrate $(SEED_STAMP)
 	exec scripts/run_dev.sh
 
-test: install
+# Lint and types first: they take seconds and fail fast.
+test: lint
 	$(VENV_PYTHON) -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy memoryhub consolidation reviews
 
 # Add or bump a dependency in pyproject.toml, install it into .venv
 # (.venv/bin/pip install -e '.[dev]'), then run `make lock`.

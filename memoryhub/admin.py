@@ -139,7 +139,7 @@ class ToolSettingForm(forms.ModelForm):
         fields = ("name", "description", "parameters", "position")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if {"name", "description", "parameters"} <= data.keys():
             try:
                 staff.validate_tool(name=data["name"], description=data["description"], parameters=data["parameters"])
@@ -265,9 +265,6 @@ class SecretAdmin(admin.ModelAdmin):
     New ones come from issue_agent_key / issue_token, which show the raw
     value once; the admin could not."""
 
-    list_filter = ("revoked_at",)
-    readonly_fields: tuple[str, ...] = ()
-
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -306,6 +303,7 @@ class ApiKeyAdmin(SecretAdmin):
 @admin.register(StaffToken)
 class StaffTokenAdmin(SecretAdmin):
     list_display = ("prefix", "user", "name", "status", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
     search_fields = ("prefix", "name", "user__username")
     list_select_related = ("user",)
     fields = ("prefix", "user", "name", "created_at", "last_used_at", "revoked_at")

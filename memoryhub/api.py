@@ -223,7 +223,9 @@ class ToolSerializer(serializers.Serializer):
 
 class ToolsView(AgentAPIView):
     class InputSerializer(serializers.Serializer):
-        tools = ToolSerializer(many=True, max_length=services.MAX_TOOLS)
+        tools: serializers.ListSerializer[Any] = serializers.ListSerializer(
+            child=ToolSerializer(), max_length=services.MAX_TOOLS
+        )
 
     class OutputSerializer(serializers.Serializer):
         tools = ToolSerializer(many=True)
@@ -289,7 +291,11 @@ class SessionLogView(AgentAPIView):
         operation_id="append_session_log",
         request=inline_serializer(
             "LogInput",
-            fields={"entries": EntrySerializer(many=True, min_length=1, max_length=services.MAX_LOG_BATCH)},
+            fields={
+                "entries": serializers.ListSerializer(
+                    child=EntrySerializer(), min_length=1, max_length=services.MAX_LOG_BATCH
+                )
+            },
         ),
         responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
     )

@@ -69,7 +69,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             extra["field"] = field
         extra["fields"] = exc.detail
     elif isinstance(exc, exceptions.Throttled):
-        wait = int(exc.wait or 1)
+        wait = int(getattr(exc, "wait", None) or 1)
         detail = f"Too many requests; try again in {wait} seconds."
         headers["Retry-After"] = str(wait)
         extra["retry_after"] = wait
@@ -85,6 +85,10 @@ class _FixedWindowThrottle(throttling.SimpleRateThrottle):
     is re-pickled on every request and costs ~1 ms at 1,000 requests a
     minute. The state lives in the cache; if the cache is down, serving the
     request beats refusing it, so the throttle fails open."""
+
+    # Set by SimpleRateThrottle.__init__ from the rate ("1200/min").
+    num_requests: int
+    duration: int
 
     def allow_request(self, request: Request, view: Any) -> bool:
         if self.rate is None:

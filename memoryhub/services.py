@@ -527,9 +527,10 @@ def approve_proposal(*, proposal_id: int, reviewer: Any, comment: str = "") -> P
         elif not proposal.is_pending:
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to approve.")
         else:
-            stale = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment)
-            if stale is None:
+            applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment)
+            if applied is None:
                 return proposal
+            stale = applied
     # Raised outside the transaction so the stale mark and its audit event stay.
     raise stale
 

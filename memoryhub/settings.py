@@ -29,12 +29,12 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
+    return int(value) if value else default
 
 
 def env_float(name: str, default: float) -> float:
     value = os.environ.get(name)
-    return float(value) if value not in (None, "") else default
+    return float(value) if value else default
 
 
 def env_list(name: str, default: str) -> list[str]:

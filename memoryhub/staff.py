@@ -201,7 +201,7 @@ def register_tool(
             )
             action = "tool.add"
         else:
-            updates = {"description": description, "parameters": parameters}
+            updates: dict[str, Any] = {"description": description, "parameters": parameters}
             if position is not None:
                 updates["position"] = position
             changed = [field for field, value in updates.items() if getattr(tool, field) != value]

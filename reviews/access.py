@@ -10,14 +10,14 @@ from typing import Any
 from django.db.models import QuerySet
 
 from memoryhub import errors, services
-from memoryhub.models import Agent, Proposal
+from memoryhub.models import Agent, Proposal, ProposalQuerySet
 
 
 def visible_agents(user: Any) -> QuerySet[Agent]:
     return Agent.objects.filter(workspace_id__in=services.workspace_ids_for(user)).select_related("workspace")
 
 
-def visible_proposals(user: Any) -> QuerySet[Proposal]:
+def visible_proposals(user: Any) -> ProposalQuerySet:
     return Proposal.objects.in_workspaces(services.workspace_ids_for(user)).select_related(
         "agent__workspace", "author_user", "author_agent", "decided_by"
     )

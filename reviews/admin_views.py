@@ -23,6 +23,7 @@ from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum, When
 from django.db.models.functions import Length, TruncDate
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -240,7 +241,7 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
         }
         for kind in PERSONA_FILES
     ]
-    user_files = (
+    user_files = list(
         MemoryFile.objects.for_agent(agent).exclude(user_ref="").exclude(content="")
         .annotate(chars=Length("content")).defer("content").order_by("user_ref", "kind")
     )
@@ -248,7 +249,6 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
     tools_json = json.dumps(
         [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools], indent=2
     )
-    user_files = list(user_files)
     return {
         "agent": agent,
         "is_admin": _is_admin(request, agent.workspace_id),
@@ -289,6 +289,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
     overrides: dict[str, Any] = {}
     error = ""
+    notice: str = ""
     try:
         if action == "persona":
             kind = request.POST.get("kind", "")
@@ -472,7 +473,7 @@ def filtered_events(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[st
 
 @login_required
 @require_GET
-def audit(request: HttpRequest) -> HttpResponse:
+def audit(request: HttpRequest) -> HttpResponseBase:
     if not services.workspace_ids_for(request.user):
         raise PermissionDenied("You have no role in any workspace.")
     events, params, problems = filtered_events(request)

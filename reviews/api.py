@@ -58,7 +58,8 @@ class ProposalSummarySerializer(serializers.Serializer):
     agent = serializers.CharField()
     user = serializers.CharField(allow_null=True)
     file = serializers.ChoiceField(choices=FileKind.values)
-    source = serializers.ChoiceField(choices=Source.values)
+    # "source" is the API's field name; the stubs confuse it with Field.source.
+    source = serializers.ChoiceField(choices=Source.values)  # type: ignore[assignment]
     status = serializers.ChoiceField(choices=ProposalStatus.values)
     base_version = serializers.IntegerField()
     created_at = serializers.DateTimeField()
@@ -176,7 +177,7 @@ class VersionSerializer(serializers.Serializer):
     content = serializers.CharField()
     created_at = serializers.DateTimeField()
     author = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # the API's field name, not Field.source
     reason = serializers.CharField()
     approved_by = serializers.CharField(allow_null=True)
     proposal = serializers.IntegerField(allow_null=True)

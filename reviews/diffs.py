@@ -81,7 +81,7 @@ def _merge_segments(segments: list[Segment]) -> tuple[Segment, ...]:
 
 
 def _opcodes(old_lines: list[str], new_lines: list[str]) -> list[tuple[str, int, int, int, int]]:
-    return difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
+    return list(difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes())
 
 
 def side_by_side(old: str, new: str) -> list[SideRow]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib import messages
@@ -73,8 +73,12 @@ class QueueFilterForm(forms.Form):
     def __init__(self, data: Any, *, agents: list[Any]) -> None:
         super().__init__(data)
         workspaces = sorted({a.workspace.slug for a in agents})
-        self.fields["workspace"].choices = [("", "All workspaces"), *((w, w) for w in workspaces)]
-        self.fields["agent"].choices = [("", "All agents"), *((a.slug, a.name or a.slug) for a in agents)]
+        cast(forms.ChoiceField, self.fields["workspace"]).choices = [
+            ("", "All workspaces"), *((w, w) for w in workspaces)
+        ]
+        cast(forms.ChoiceField, self.fields["agent"]).choices = [
+            ("", "All agents"), *((a.slug, a.name or a.slug) for a in agents)
+        ]
 
     def apply(self, proposals: Any) -> Any:
         data = self.cleaned_data if self.is_valid() else {}
@@ -321,11 +325,9 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
                      confirm: int | None) -> dict[str, Any]:
     by_version = {row.version: row for row in rows}
     latest = rows[-1].version if rows else 0
-    a, b = _int(request.GET.get("a")), _int(request.GET.get("b"))
-    if b not in by_version:
-        b = latest
-    if a not in by_version:
-        a = b - 1 if (b or 0) - 1 in by_version else b
+    asked_a, asked_b = _int(request.GET.get("a")), _int(request.GET.get("b"))
+    b = asked_b if asked_b is not None and asked_b in by_version else latest
+    a = asked_a if asked_a is not None and asked_a in by_version else (b - 1 if b - 1 in by_version else b)
     old = by_version[a].content if a in by_version else ""
     new = by_version[b].content if b in by_version else ""
     return {
