@@ -54,7 +54,7 @@ SEED = r"""
 import json, sys
 import django
 django.setup()
-from memoryhub import services, staff
+from memoryhub import services
 
 run, strategy = sys.argv[1], sys.argv[2]
 SOUL = '''You are Pedalpal, the support agent of Kettle & Chain, a bike shop with a workshop.
@@ -112,25 +112,27 @@ def memory(n):
     return "\n".join(lines)
 
 
-workspace, _ = staff.ensure_workspace(slug=f"bench-{run}")
-agent = staff.create_agent(workspace=workspace, slug=f"pedalpal-{run}", name="Pedalpal", strategy=strategy)
+workspace, _ = services.ensure_workspace(slug=f"bench-{run}")
+agent = services.create_agent(workspace=workspace, slug=f"pedalpal-{run}", name="Pedalpal", strategy=strategy,
+                              write_policy="direct", actor=services.SYSTEM)
 services.write_memory(agent=agent, kind="SOUL.md", content=SOUL)
 services.write_memory(agent=agent, kind="ABOUT.md", content=ABOUT)
 services.write_memory(agent=agent, kind="TOOLS.md", content=TOOLS)
-services.replace_tools(agent=agent, tools=TOOL_DEFS)
+services.replace_tools(agent=agent, tools=TOOL_DEFS, actor=services.SYSTEM)
 services.write_memory(agent=agent, kind="USER.md", user_ref=sys.argv[3], content=USER_MD)
 # 51 writes: the current MEMORY.md has 50 older versions behind it.
 for n in range(51):
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref=sys.argv[3],
                           content=f"# After session {n}\n" + memory(20 + n // 2), reason=f"session {n}")
 for i in range(20):
-    other = staff.create_agent(workspace=workspace, slug=f"other-{i}-{run}")
+    other = services.create_agent(workspace=workspace, slug=f"other-{i}-{run}", write_policy="direct",
+                                  actor=services.SYSTEM)
     services.write_memory(agent=other, kind="SOUL.md", content=f"You are helper number {i}. " + SOUL[:600])
     services.write_memory(agent=other, kind="ABOUT.md", content=ABOUT)
     for u in range(3):
         services.write_memory(agent=other, kind="USER.md", user_ref=f"user-{u}", content=USER_MD)
         services.write_memory(agent=other, kind="MEMORY.md", user_ref=f"user-{u}", content=memory(20))
-_, key = services.issue_agent_key(agent=agent, name="benchmark")
+_, key = services.issue_agent_key(agent=agent, name="benchmark", actor=services.SYSTEM)
 print(json.dumps({"key": key, "agent": agent.slug}))
 """
 

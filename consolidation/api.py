@@ -11,9 +11,9 @@ from rest_framework.response import Response
 
 from consolidation import services
 from consolidation.models import ConsolidationRun, RunStatus, Trigger
-from memoryhub.api import parse_input
+from memoryhub import services as core
+from memoryhub.api import TextField, parse_body
 from memoryhub.rest import StaffAPIView, error_responses
-from reviews import access
 
 
 def run_detail(run: ConsolidationRun) -> dict[str, Any]:
@@ -62,7 +62,7 @@ class RunDetailSerializer(serializers.Serializer):
 
 class ConsolidateView(StaffAPIView):
     class InputSerializer(serializers.Serializer):
-        user = serializers.CharField(max_length=255)
+        user = TextField(max_length=255, trim_whitespace=False)
 
     class OutputSerializer(serializers.Serializer):
         run = serializers.IntegerField()
@@ -76,8 +76,8 @@ class ConsolidateView(StaffAPIView):
         "running, the answer names that run instead of starting a second one.",
     )
     def post(self, request: Request, slug: str) -> Response:
-        agent = access.get_agent_for_user(request.user, slug)
-        data = parse_input(self.InputSerializer, request.data)
+        agent = core.get_agent_for_user(request.user, slug)
+        data = parse_body(self.InputSerializer, request)
         run, _ = services.trigger_run(agent=agent, user_ref=data["user"], user=request.user)
         return Response({"run": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
@@ -22,12 +21,13 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
 
-from memoryhub import context, errors, services, staff
+from memoryhub import errors, services
 from memoryhub.models import (
     Agent,
     AgentSession,
     ApiKey,
     AuditEvent,
+    Change,
     LogEntry,
     Membership,
     MemoryFile,
@@ -97,7 +97,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
             )
             return
         try:
-            workspace, _ = staff.ensure_workspace(slug=obj.slug, name=obj.name, actor_user=request.user)
+            workspace, _ = services.ensure_workspace(slug=obj.slug, name=obj.name, actor_user=request.user)
         except errors.DomainError as exc:
             raise ValidationError(exc.detail) from exc
         obj.pk, obj.created_at = workspace.pk, workspace.created_at
@@ -117,42 +117,33 @@ class MembershipAdmin(admin.ModelAdmin):
         return ("user", "workspace", "created_at") if obj else ("created_at",)
 
     def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
-        membership, _ = staff.set_role(user=obj.user, workspace=obj.workspace, role=obj.role, actor_user=request.user)
+        membership, _ = services.set_role(user=obj.user, workspace=obj.workspace, role=obj.role,
+                                          actor_user=request.user)
         obj.pk, obj.created_at = membership.pk, membership.created_at
 
     def delete_model(self, request: HttpRequest, obj: Membership) -> None:
-        staff.remove_role(membership=obj, actor_user=request.user)
+        services.remove_role(membership=obj, actor_user=request.user)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
         for membership in queryset.select_related("user", "workspace"):
-            staff.remove_role(membership=membership, actor_user=request.user)
+            services.remove_role(membership=membership, actor_user=request.user)
 
 
 # --- agents and tools ---------------------------------------------------------------------
 
 
-class ToolSettingForm(forms.ModelForm):
-    """Tool descriptions go into every system prompt: same scanner as memory."""
-
-    class Meta:
-        model = ToolSetting
-        fields = ("name", "description", "parameters", "position")
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if {"name", "description", "parameters"} <= data.keys():
-            try:
-                staff.validate_tool(name=data["name"], description=data["description"], parameters=data["parameters"])
-            except errors.DomainError as exc:
-                raise ValidationError(exc.detail) from exc
-        return data
-
-
 class ToolSettingInline(admin.TabularInline):
+    """Read-only: the registry changes through the console or the agent's
+    own API, where the scanner, the limits and the audit apply."""
+
     model = ToolSetting
-    form = ToolSettingForm
     extra = 0
     fields = ("position", "name", "description", "parameters")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Agent)
@@ -171,7 +162,6 @@ class AgentAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name", "description")
     list_select_related = ("workspace",)
     inlines = (ToolSettingInline,)
-    readonly_fields = ("created_at", "updated_at")
     fieldsets = (
         (None, {"fields": ("workspace", "slug", "name", "description", "is_active")}),
         ("Context and writes", {"fields": ("strategy", "write_policy", "token_encoding")}),
@@ -184,77 +174,47 @@ class AgentAdmin(admin.ModelAdmin):
         ("Dates", {"fields": ("created_at", "updated_at")}),
     )
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        # The slug names the agent in API paths and the audit trail; agents
-        # never move between workspaces (tenants).
-        return ("workspace", "slug", "created_at", "updated_at") if obj else ("created_at", "updated_at")
+    # Settings that govern what is served (write policy, limits, backend…)
+    # change in the console, where weakening them takes a second admin; here
+    # only the label and the on/off switch.
+    readonly_fields = (  # type: ignore[assignment]
+        "workspace", "slug", "strategy", "write_policy", "token_encoding", "limit_soul", "limit_about",
+        "limit_tools", "limit_user", "limit_memory", "consolidation_backend", "gate_hours", "gate_sessions",
+        "daily_budget_usd", "staleness_ttl_days", "created_at", "updated_at",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # History, proposals and logs point at agents: deactivate instead.
         return False
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
         changed = list(form.changed_data)
-        if change and not changed:
+        if not changed:
             return
+        obj.save(update_fields=[*changed, "updated_at"])
         services.record_event(
-            action="agent.update" if change else "agent.create",
+            action="agent.update",
             agent=obj,
             actor_user=request.user,
             target=obj,
-            summary=(f"Changed {', '.join(changed)} of agent {obj.slug}" if change else f"Created agent {obj.slug}")
-            + " (Django admin)",
+            summary=f"Changed {', '.join(changed)} of agent {obj.slug} (Django admin)",
             details={"fields": changed},
         )
-        context.invalidate(agent_id=obj.pk)
-
-    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
-        instances = formset.save(commit=False)
-        for tool in formset.deleted_objects:
-            staff.record_tool_change(tool=tool, action="tool.remove", actor_user=request.user)
-            tool.delete()
-        for tool in instances:
-            action = "tool.update" if tool.pk else "tool.add"
-            tool.save()
-            staff.record_tool_change(tool=tool, action=action, actor_user=request.user)
-        formset.save_m2m()
 
 
 @admin.register(ToolSetting)
-class ToolSettingAdmin(admin.ModelAdmin):
-    form = ToolSettingForm
+class ToolSettingAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("name", "agent", "position", "short_description")
     list_filter = ("agent__workspace", "agent")
     search_fields = ("name", "description", "agent__slug")
     list_select_related = ("agent",)
-    raw_id_fields = ("agent",)
-
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return ("agent", "name", "description", "parameters", "position")
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        kwargs["fields"] = self.get_fields(request, obj)
-        return super().get_form(request, obj, change, **kwargs)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return ("agent",) if obj else ()
 
     @admin.display(description="description")
     def short_description(self, obj: ToolSetting) -> str:
         return _short(obj.description)
-
-    def save_model(self, request: HttpRequest, obj: ToolSetting, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        staff.record_tool_change(tool=obj, action="tool.update" if change else "tool.add", actor_user=request.user)
-
-    def delete_model(self, request: HttpRequest, obj: ToolSetting) -> None:
-        staff.record_tool_change(tool=obj, action="tool.remove", actor_user=request.user)
-        super().delete_model(request, obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ToolSetting]) -> None:
-        for tool in queryset.select_related("agent"):
-            self.delete_model(request, tool)
 
 
 # --- keys and tokens ------------------------------------------------------------------------
@@ -293,11 +253,21 @@ class ApiKeyAdmin(SecretAdmin):
 
     @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        revoked = 0
-        for key in queryset.filter(revoked_at__isnull=True).select_related("agent"):
-            services.revoke_agent_key(key=key, user=request.user)
-            revoked += 1
+        revoked, refused = 0, []
+        for key in queryset.filter(revoked_at__isnull=True).select_related("agent__workspace"):
+            try:
+                services.revoke_agent_key(key=key, actor=request.user)
+            except errors.PermissionDenied:
+                refused.append(f"{key.prefix}… ({key.agent.workspace.slug})")
+            else:
+                revoked += 1
         self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
+        if refused:
+            self.message_user(
+                request,
+                f"Not revoked, you are not an admin of their workspace: {', '.join(refused)}.",
+                messages.WARNING,
+            )
 
 
 @admin.register(StaffToken)
@@ -314,7 +284,7 @@ class StaffTokenAdmin(SecretAdmin):
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[StaffToken]) -> None:
         revoked = 0
         for token in queryset.filter(revoked_at__isnull=True).select_related("user"):
-            staff.revoke_staff_token(token=token, user=request.user)
+            services.revoke_staff_token(token=token, user=request.user)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} token(s).", messages.SUCCESS)
 
@@ -372,6 +342,15 @@ class HistoricalMemoryFileAdmin(ReadOnlyMixin, admin.ModelAdmin):
     search_fields = ("agent__slug", "user_ref", "content", "history_change_reason")
     list_select_related = ("agent", "history_user", "actor_agent", "approved_by")
     show_full_result_count = False
+
+
+@admin.register(Change)
+class ChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Governance changes are decided in the console (four-eyes applies there)."""
+
+    list_display = ("id", "workspace", "kind", "agent", "status", "requested_by", "created_at", "decided_by")
+    list_filter = ("status", "kind", "workspace")
+    list_select_related = ("workspace", "agent", "requested_by", "decided_by")
 
 
 @admin.register(Proposal)
@@ -492,5 +471,5 @@ class MemoryHubUserAdmin(DjangoUserAdmin):
             if user.pk == request.user.pk:
                 self.message_user(request, "You cannot deactivate yourself.", messages.WARNING)
                 continue
-            done += staff.deactivate_user(user=user, actor_user=request.user)
+            done += services.deactivate_user(user=user, actor_user=request.user)
         self.message_user(request, f"Deactivated {done} user(s).", messages.SUCCESS)

@@ -67,6 +67,15 @@ def parse_input(serializer_class: type[serializers.Serializer], data: Any) -> di
     return dict(serializer.validated_data)
 
 
+def parse_body(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """The request's JSON object through the view's InputSerializer. An
+    empty body counts as {} (every field optional then); `null`, a list or
+    a string is refused, as the schema says."""
+    if not request.body:
+        return parse_input(serializer_class, {})
+    return parse_input(serializer_class, request.data)
+
+
 class ContextView(AgentAPIView):
     class OutputSerializer(serializers.Serializer):
         agent = serializers.CharField()
@@ -89,16 +98,15 @@ class ContextView(AgentAPIView):
                              description="A session's frozen snapshot."),
         ],
         responses={200: OutputSerializer, 304: OpenApiResponse(description="Not modified"),
-                   **error_responses(400, 401, 403, 404, 429)},
+                   **error_responses(400, 401, 403, 404, 410, 429)},
     )
     def get(self, request: Request) -> Response:
-        user_ref = user_param(request)
+        user_ref = user_param(request) or ""
         session_id = request.query_params.get("session")
         if session_id:
-            session = services.get_session(agent=self.agent, session_id=session_id, user_ref=user_ref)
-            payload = {**session.context, "session": session.pk}
+            payload = services.session_context(agent=self.agent, session_id=session_id, user_ref=user_ref)
         else:
-            payload = context.cached_context(agent=self.agent, user_ref=user_ref or "")
+            payload = context.cached_context(agent=self.agent, user_ref=user_ref)
         etag = f'"{payload["etag"]}"'
         if etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
@@ -148,6 +156,7 @@ class MemoryFileView(AgentAPIView):
         updated_at = serializers.DateTimeField(allow_null=True)
         stale = serializers.BooleanField()
         blocked = serializers.ListField(child=serializers.CharField())
+        withheld = serializers.BooleanField()
 
     class WrittenSerializer(serializers.Serializer):
         file = serializers.CharField()
@@ -166,7 +175,7 @@ class MemoryFileView(AgentAPIView):
     )
     def get(self, request: Request, file: str) -> Response:
         view = services.read_memory(agent=self.agent, kind=file, user_ref=user_param(request, required=False))
-        served = context.serve_untrusted(view.content)
+        served = context.WITHHELD_SERVED if view.withheld else context.serve_untrusted(view.content)
         return Response(
             {
                 "file": view.kind,
@@ -180,6 +189,7 @@ class MemoryFileView(AgentAPIView):
                 "updated_at": view.updated_at,
                 "stale": view.stale,
                 "blocked": list(served.blocked),
+                "withheld": view.withheld,
             }
         )
 
@@ -246,7 +256,8 @@ class ToolsView(AgentAPIView):
     def put(self, request: Request) -> Response:
         if not isinstance(request.data, dict) or "tools" not in request.data:
             raise errors.Invalid("Send {\"tools\": [{name, description, parameters}, …]}.", field="tools")
-        return Response(self.shape(services.replace_tools(agent=self.agent, tools=request.data["tools"])))
+        return Response(self.shape(services.replace_tools(agent=self.agent, tools=request.data["tools"],
+                                                          actor=self.agent)))
 
 
 class SessionsView(AgentAPIView):
@@ -297,7 +308,7 @@ class SessionLogView(AgentAPIView):
                 )
             },
         ),
-        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 410, 422, 429)},
     )
     def post(self, request: Request, session_id: int) -> Response:
         session = services.get_session(agent=self.agent, session_id=session_id)

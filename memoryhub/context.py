@@ -1,9 +1,17 @@
 """Context assembly: what an agent receives as its system prompt.
 
-`assemble()` is a pure function over rows already loaded; `build_context()`
-loads them in two queries; `cached_context()` puts a cache in front, keyed
-by per-agent and per-pair stamps that every applied change replaces, so a
-new version is served at once and a cache hit costs no SQL at all.
+`assemble()` is a pure function over rows already loaded and returns the
+payload plus its parts (one per section, with the stored text it came
+from); `build_context()` loads the rows. `cached_context()` puts a cache in
+front whose key is derived from the rows themselves (file versions, withheld
+state, the agent's config version, the scanner's rules version), so no
+write ever has to reach the cache: a node that missed an invalidation during
+a cache outage still cannot serve a context older than the database.
+
+A session freezes its parts when it starts. `session_payload()` serves them
+again, except a part whose file version was taken out of service since
+(withheld, or undone by an approved rollback), which is rebuilt from the
+file's current state, and every part when the scanner's rules changed.
 """
 
 from __future__ import annotations
@@ -12,23 +20,15 @@ import hashlib
 import json
 import logging
 import re
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db import transaction
 
 from memoryhub import scanner
-from memoryhub.models import (
-    SOFT_LIMITED,
-    Agent,
-    FileKind,
-    MemoryFile,
-    Strategy,
-    ToolSetting,
-)
+from memoryhub.models import SOFT_LIMITED, Agent, FileKind, MemoryFile, Strategy, ToolSetting
+from memoryhub.services.limits import compress_warning, usage_line
 from memoryhub.tokens import counter_for
 
 logger = logging.getLogger(__name__)
@@ -47,9 +47,10 @@ HEADINGS = {
     FileKind.USER: "## User Profile",
     FileKind.MEMORY: "## Long-term Memory",
 }
+WITHHELD = "[WITHHELD]"
 # Bumped whenever the assembled format changes, so cached payloads and
 # ETags from the old format are never served again.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CACHE_TTL = 60 * 60
 
 
@@ -66,11 +67,6 @@ def prompt_hint(files: Sequence[str]) -> str:
     else:
         names = ", ".join(files[:-1]) + " and " + files[-1]
     return f"You have memory tools. Load {names} when needed."
-
-
-def usage_line(*, kind: str, chars: int, limit: int) -> str:
-    percent = chars * 100 // limit if limit else 0
-    return f"{kind} — {percent}% · {chars:,}/{limit:,} chars"
 
 
 # --- serving untrusted memory ------------------------------------------------------
@@ -119,6 +115,10 @@ def serve_untrusted(content: str) -> Served:
     return Served(text, tuple(blocked))
 
 
+# What the memory read tool returns for a withheld file.
+WITHHELD_SERVED = Served(WITHHELD, ())
+
+
 # --- assembly ------------------------------------------------------------------------------
 
 
@@ -137,6 +137,37 @@ def tools_digest(tools: Iterable[ToolSetting]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def file_part(*, agent: Agent, kind: str, content: str, version: int, withheld: bool = False,
+              prefix: str = "") -> dict[str, Any] | None:
+    """One injected file as a part: heading, served text, usage line and,
+    past a soft limit, the compress instruction. None for an absent file."""
+    if not content:
+        return None
+    limit = agent.limit_for(kind)
+    blocked: tuple[str, ...] = ()
+    if withheld:
+        body = f"{HEADINGS[FileKind(kind)]}\n{WITHHELD}"
+    else:
+        served = serve_untrusted(content)
+        blocked = served.blocked
+        body = (f"{HEADINGS[FileKind(kind)]}\n{served.text.rstrip()}\n\n"
+                f"_{usage_line(kind=kind, chars=len(content), limit=limit)}_")
+        if kind in SOFT_LIMITED and len(content) > limit:
+            body += f"\n\n**{compress_warning(kind=kind, chars=len(content), limit=limit)}**"
+    return {
+        "name": HEADINGS[FileKind(kind)].removeprefix("## "),
+        "file": str(kind),
+        "version": version,
+        "text": prefix + body,
+        "content": content,
+        "prefix": prefix,
+        "chars": len(content),
+        "limit": limit,
+        "blocked": list(blocked),
+        "withheld": withheld,
+    }
+
+
 def assemble(
     *,
     agent: Agent,
@@ -147,62 +178,60 @@ def assemble(
 ) -> dict[str, Any]:
     """Build the context payload from loaded rows. No queries happen here."""
     strategy = strategy or agent.strategy
-    counter = counter_for(agent.token_encoding)
     injected = INJECTED[strategy]
     on_demand = on_demand_files(strategy)
-    parts: list[str] = []
-    sections: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
 
-    def add(name: str, text: str, *, file: str | None = None, version: int | None = None, **extra: Any) -> None:
-        parts.append(text)
-        sections.append({"name": name, "file": file, "version": version, "tokens": counter.count(text), **extra})
-
-    def add_file(kind: FileKind) -> None:
+    def add_file(kind: FileKind, prefix: str = "") -> None:
         row = files.get(kind)
-        content = row.content if row else ""
-        if not content:
+        if row is None:
             return
-        limit = agent.limit_for(kind)
-        served = serve_untrusted(content)
-        body = f"{HEADINGS[kind]}\n{served.text.rstrip()}\n\n_{usage_line(kind=kind, chars=len(content), limit=limit)}_"
-        if kind in SOFT_LIMITED and len(content) > limit:
-            from memoryhub.services import compress_warning
-
-            body += f"\n\n**{compress_warning(kind=kind, chars=len(content), limit=limit)}**"
-        add(
-            HEADINGS[kind].removeprefix("## "),
-            body,
-            file=str(kind),
-            version=row.version if row else 0,
-            chars=len(content),
-            limit=limit,
-            blocked=list(served.blocked),
-        )
+        part = file_part(agent=agent, kind=kind, content=row.content, version=row.version,
+                         withheld=row.is_withheld, prefix=prefix)
+        if part is not None:
+            parts.append(part)
 
     for kind in (FileKind.SOUL, FileKind.ABOUT):
         if kind in injected:
             add_file(kind)
     tools_text = tool_section(tools)
     if tools_text:
-        add("Tools", tools_text)
+        parts.append({"name": "Tools", "file": None, "version": None, "text": tools_text})
     if FileKind.TOOLS in injected:
-        row = files.get(FileKind.TOOLS)
-        if row and row.content and tools_text:
-            parts.append("---")
-        add_file(FileKind.TOOLS)
+        add_file(FileKind.TOOLS, prefix="---\n\n" if tools_text else "")
     for kind in (FileKind.USER, FileKind.MEMORY):
         if kind in injected:
             add_file(kind)
     if on_demand:
-        add("Memory hint", prompt_hint([str(k) for k in on_demand]))
+        parts.append({"name": "Memory hint", "file": None, "version": None,
+                      "text": prompt_hint([str(k) for k in on_demand])})
 
     snapshot = {
         "strategy": strategy,
         "files": {str(kind): (files[kind].version if kind in files else 0) for kind in ALL_FILES},
         "tools": tools_digest(tools),
         "format": FORMAT_VERSION,
+        "rules": scanner.RULES_VERSION,
     }
-    system_prompt = "\n\n".join(parts)
+    return render(agent=agent, user_ref=user_ref, strategy=strategy, parts=parts, snapshot=snapshot,
+                  on_demand=[str(k) for k in on_demand])
+
+
+_SECTION_KEYS = ("chars", "limit", "blocked", "withheld")
+
+
+def render(*, agent: Agent, user_ref: str, strategy: str, parts: list[dict[str, Any]], snapshot: dict[str, Any],
+           on_demand: list[str]) -> dict[str, Any]:
+    """The payload served to the agent, from its parts. The parts travel
+    with it under "_parts" (stripped by the API) so a session can keep them."""
+    counter = counter_for(agent.token_encoding)
+    system_prompt = "\n\n".join(part["text"] for part in parts)
+    sections = []
+    for part in parts:
+        section = {"name": part["name"], "file": part["file"], "version": part["version"],
+                   "tokens": counter.count(part["text"])}
+        section.update({key: part[key] for key in _SECTION_KEYS if key in part})
+        sections.append(section)
     return {
         "agent": agent.slug,
         "user": user_ref,
@@ -211,85 +240,111 @@ def assemble(
         "sections": sections,
         "tokens": counter.count(system_prompt),
         "token_counter": counter.describe(),
-        "on_demand": [str(k) for k in on_demand],
+        "on_demand": on_demand,
         "snapshot": snapshot,
-        "etag": etag_for(agent=agent, user_ref=user_ref, snapshot=snapshot),
+        "etag": etag_for(agent=agent, user_ref=user_ref, system_prompt=system_prompt, snapshot=snapshot),
+        "_parts": parts,
     }
 
 
-def etag_for(*, agent: Agent, user_ref: str, snapshot: dict[str, Any]) -> str:
-    material = json.dumps(
-        [agent.pk, user_ref, snapshot, agent.token_encoding, agent.updated_at.isoformat()], sort_keys=True
-    )
+def public(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload without its internal parts, as the API answers it."""
+    return {key: value for key, value in payload.items() if key != "_parts"}
+
+
+def etag_for(*, agent: Agent, user_ref: str, system_prompt: str, snapshot: dict[str, Any]) -> str:
+    material = json.dumps([agent.pk, user_ref, snapshot, agent.token_encoding, system_prompt], sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
-def load_rows(*, agent: Agent, user_ref: str) -> tuple[dict[str, MemoryFile], list[ToolSetting]]:
-    files = {row.kind: row for row in MemoryFile.objects.for_pair(agent, user_ref)}
-    tools = list(ToolSetting.objects.filter(agent=agent))
-    return files, tools
+def load_rows(*, agent: Agent, user_ref: str) -> dict[str, MemoryFile]:
+    return {row.kind: row for row in MemoryFile.objects.for_pair(agent, user_ref)}
+
+
+def load_tools(agent: Agent) -> list[ToolSetting]:
+    return list(ToolSetting.objects.filter(agent=agent))
 
 
 def build_context(*, agent: Agent, user_ref: str, strategy: str | None = None) -> dict[str, Any]:
-    files, tools = load_rows(agent=agent, user_ref=user_ref)
-    return assemble(agent=agent, user_ref=user_ref, files=files, tools=tools, strategy=strategy)
+    return assemble(agent=agent, user_ref=user_ref, files=load_rows(agent=agent, user_ref=user_ref),
+                    tools=load_tools(agent), strategy=strategy)
 
 
 # --- cache --------------------------------------------------------------------------------
 
 
-def _agent_stamp_key(agent_id: int) -> str:
-    return f"ctx:stamp:a{agent_id}"
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _pair_stamp_key(agent_id: int, user_ref: str) -> str:
-    return f"ctx:stamp:a{agent_id}:u{hashlib.sha256(user_ref.encode()).hexdigest()[:24]}"
-
-
-# Stamps expire like payloads do: one key per user ever seen must not live
-# forever in Redis. An expired stamp only costs the next request a rebuild.
-STAMP_TTL = CACHE_TTL
-
-
-def invalidate(*, agent_id: int, user_ref: str = "") -> None:
-    """Replace the stamp after commit, so readers stop using cached payloads
-    that predate this change. Random stamps (not counters) mean an evicted
-    stamp can never come back with an old payload behind it."""
-    key = _pair_stamp_key(agent_id, user_ref) if user_ref else _agent_stamp_key(agent_id)
-
-    def replace() -> None:
-        try:
-            cache.set(key, secrets.token_hex(8), STAMP_TTL)
-        except Exception:
-            logger.warning("context cache unavailable; could not invalidate %s", key, exc_info=True)
-
-    transaction.on_commit(replace)
+def cache_key(*, agent: Agent, user_ref: str, files: dict[str, MemoryFile]) -> str:
+    """Everything the payload depends on, read from the database in the
+    request that serves it: the same rows give the same key, and any
+    change gives another (versions and config only grow)."""
+    state = sorted(
+        (row.kind, row.version, row.withheld_version or 0, row.withheld_at.timestamp() if row.withheld_at else 0)
+        for row in files.values()
+    )
+    material = json.dumps([state, agent.config_version, agent.updated_at.timestamp(), agent.strategy])
+    return (f"ctx:v{FORMAT_VERSION}:r{scanner.RULES_VERSION}:a{agent.pk}:u{_digest(user_ref)}:"
+            f"{_digest(material)}")
 
 
 def cached_context(*, agent: Agent, user_ref: str) -> dict[str, Any]:
-    """The agent's context through the cache; the database answers when the
-    cache is down."""
-    agent_key, pair_key = _agent_stamp_key(agent.pk), _pair_stamp_key(agent.pk, user_ref)
+    """The agent's context through the cache; the payload is assembled from
+    the very rows its key was computed from. The database answers alone
+    when the cache is down."""
+    files = load_rows(agent=agent, user_ref=user_ref)
+    key = cache_key(agent=agent, user_ref=user_ref, files=files)
     try:
-        stamps = cache.get_many([agent_key, pair_key])
-        missing = {k: secrets.token_hex(8) for k in (agent_key, pair_key) if k not in stamps}
-        if missing:
-            cache.set_many(missing, STAMP_TTL)
-            stamps.update(missing)
-        user_digest = hashlib.sha256(user_ref.encode()).hexdigest()[:24]
-        payload_key = (
-            f"ctx:v{FORMAT_VERSION}:{stamps[agent_key]}:{stamps[pair_key]}:"
-            f"{agent.pk}:{agent.updated_at.timestamp()}:{user_digest}"
-        )
-        payload = cache.get(payload_key) if not missing else None
+        payload = cache.get(key)
     except Exception:
         logger.warning("context cache unavailable; serving from the database", exc_info=True)
-        return build_context(agent=agent, user_ref=user_ref)
+        payload = None
     if payload is not None:
         return payload  # type: ignore[no-any-return]
-    payload = build_context(agent=agent, user_ref=user_ref)
+    payload = public(assemble(agent=agent, user_ref=user_ref, files=files, tools=load_tools(agent)))
     try:
-        cache.set(payload_key, payload, CACHE_TTL)
+        cache.set(key, payload, CACHE_TTL)
     except Exception:
-        logger.warning("context cache unavailable; could not store %s", payload_key, exc_info=True)
+        logger.warning("context cache unavailable; could not store %s", key, exc_info=True)
     return payload
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+def session_payload(*, agent: Agent, user_ref: str, frozen: dict[str, Any], parts: list[dict[str, Any]],
+                    files: dict[str, MemoryFile]) -> dict[str, Any]:
+    """A session's frozen context, served again. Parts whose version was
+    taken out of service are rebuilt from the file's current state ([WITHHELD]
+    while it is withheld); a change of scanner rules re-serves every file part
+    through today's rules. Otherwise the frozen payload, byte for byte."""
+    snapshot = frozen.get("snapshot", {})
+    rules_changed = snapshot.get("rules") != scanner.RULES_VERSION
+    changed = False
+    rebuilt: list[dict[str, Any]] = []
+    for part in parts:
+        kind, version = part.get("file"), part.get("version") or 0
+        row = files.get(kind) if kind else None
+        if kind and row is not None and row.out_of_service(version):
+            fresh = file_part(agent=agent, kind=kind, content=row.content, version=row.version,
+                              withheld=row.is_withheld, prefix=part.get("prefix", ""))
+            changed = True
+            if fresh is not None:
+                rebuilt.append(fresh)
+            continue
+        if kind and rules_changed and "content" in part:
+            fresh = file_part(agent=agent, kind=kind, content=part["content"], version=version,
+                              withheld=part.get("withheld", False), prefix=part.get("prefix", ""))
+            if fresh is not None and fresh["text"] != part["text"]:
+                changed = True
+                rebuilt.append(fresh)
+                continue
+        rebuilt.append(part)
+    if not changed:
+        return frozen
+    payload = render(agent=agent, user_ref=user_ref, strategy=frozen.get("strategy", agent.strategy),
+                     parts=rebuilt, snapshot=snapshot, on_demand=frozen.get("on_demand", []))
+    payload["revised"] = True
+    return public(payload)

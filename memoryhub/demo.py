@@ -2,7 +2,8 @@
 Bank"), its staff, three agents with personas and tools, their users'
 memory, session logs and pending proposals of every source.
 
-Everything is written through services.py (and staff.py), exactly as the
+Everything is written through memoryhub.services (as SYSTEM where an admin
+would act), exactly as the
 API and the review console would write it, so the demo also exercises the
 scanner, the limits, the history and the audit trail.
 
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryhub import services, staff
+from memoryhub import services
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -924,18 +925,18 @@ class _Seeder:
     def staff(self, workspace: Workspace) -> dict[str, Any]:
         users: dict[str, Any] = {}
         for spec in STAFF:
-            user, created = staff.ensure_staff_user(
+            user, created = services.ensure_staff_user(
                 username=spec.username, email=spec.email, password=spec.password, check_password=False
             )
             if created:
                 self.report.add("staff users")
                 self.say(f"  user {spec.username}")
-            if spec.superuser and staff.grant_superuser(user=user):
+            if spec.superuser and services.grant_superuser(user=user):
                 self.report.add("superuser grants")
             # An existing membership is left as it is: someone may have
             # changed the role on purpose since the demo was seeded.
             if not Membership.objects.filter(user=user, workspace=workspace).exists():
-                staff.set_role(user=user, workspace=workspace, role=spec.role)
+                services.set_role(user=user, workspace=workspace, role=spec.role)
                 self.report.add("roles")
             users[spec.username] = user
         return users
@@ -945,9 +946,10 @@ class _Seeder:
     def agent(self, workspace: Workspace, spec: DemoAgent) -> Agent:
         agent = Agent.objects.filter(slug=spec.slug).first()
         if agent is None:
-            agent = staff.create_agent(
+            agent = services.create_agent(
                 workspace=workspace,
                 slug=spec.slug,
+                actor=services.SYSTEM,
                 name=spec.name,
                 description=spec.description,
                 strategy=spec.strategy,
@@ -959,8 +961,9 @@ class _Seeder:
         existing = set(ToolSetting.objects.filter(agent=agent).values_list("name", flat=True))
         for position, tool in enumerate(spec.tools):
             if tool.name not in existing:
-                staff.register_tool(
+                services.register_tool(
                     agent=agent,
+                    actor=services.SYSTEM,
                     name=tool.name,
                     description=tool.description,
                     parameters=tool.parameters,
@@ -1133,7 +1136,7 @@ def seed_demo(*, log: Callable[[str], Any] | None = None) -> SeedReport:
     created in its own service transaction, so an interrupted run leaves a
     consistent database that the next run completes."""
     seeder = _Seeder(log)
-    workspace, created = staff.ensure_workspace(slug=WORKSPACE_SLUG, name=WORKSPACE_NAME)
+    workspace, created = services.ensure_workspace(slug=WORKSPACE_SLUG, name=WORKSPACE_NAME)
     if created:
         seeder.report.add("workspaces")
     users = seeder.staff(workspace)

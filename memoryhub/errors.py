@@ -68,3 +68,20 @@ class NotPending(DomainError):
 
     code = "invalid"
     status = 409
+
+
+class Conflict(DomainError):
+    """The content still holds unresolved merge-conflict blocks."""
+
+    code = "conflict"
+    status = 409
+
+
+class Ambiguous(DomainError):
+    code = "ambiguous"
+    status = 409
+
+
+class SessionExpired(DomainError):
+    code = "session_expired"
+    status = 410

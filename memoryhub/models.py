@@ -84,6 +84,9 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
+    # New agents start here. `review` unless an admin (and a second one, for
+    # a weaker default) says otherwise: nothing is served unseen by default.
+    default_write_policy = models.CharField(max_length=8, default="review")
 
     class Meta:
         ordering = ["slug"]
@@ -128,7 +131,7 @@ class Agent(models.Model):
     is_active = models.BooleanField(default=True)
 
     strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.HYBRID_V2)
-    write_policy = models.CharField(max_length=8, choices=WritePolicy.choices, default=WritePolicy.DIRECT)
+    write_policy = models.CharField(max_length=8, choices=WritePolicy.choices, default=WritePolicy.REVIEW)
 
     limit_soul = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.SOUL])
     limit_about = models.PositiveIntegerField(default=DEFAULT_LIMITS[FileKind.ABOUT])
@@ -146,6 +149,10 @@ class Agent(models.Model):
         default=90, help_text="A file not changed for this many days is reported as stale (0 = never)."
     )
     token_encoding = models.CharField(max_length=32, default="o200k_base")
+    # Bumped in the transaction of every change to what the agent's context
+    # is built from besides its files (settings, tools), so cached contexts
+    # are keyed by database state and never need a cache-side invalidation.
+    config_version = models.PositiveBigIntegerField(default=0)
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -282,7 +289,26 @@ class MemoryFile(models.Model):
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 
-    history = HistoricalRecords(bases=[MemoryHistoryBase], cascade_delete_history=False)
+    # Taken out of service by one reviewer (services.memory.withhold_file):
+    # that version is served as [WITHHELD], in fresh contexts and in open
+    # sessions, until a rollback or a release is approved by a second person.
+    withheld_version = models.PositiveIntegerField(null=True, blank=True)
+    withheld_at = models.DateTimeField(null=True, blank=True)
+    withheld_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    withheld_reason = models.TextField(blank=True, default="")
+    # Versions an approved rollback undid: open sessions that froze one of
+    # them are served the current version of the file instead.
+    revoked_versions = models.JSONField(default=list, blank=True)
+
+    # Serving state, not content: it changes without a new version, so it is
+    # kept out of the history rows (audit events record every change of it).
+    history = HistoricalRecords(
+        bases=[MemoryHistoryBase],
+        cascade_delete_history=False,
+        excluded_fields=["withheld_version", "withheld_at", "withheld_by", "withheld_reason", "revoked_versions"],
+    )
 
     objects = MemoryFileQuerySet.as_manager()
 
@@ -309,6 +335,14 @@ class MemoryFile(models.Model):
     def scope(self) -> str:
         return scope_of(self.kind)
 
+    @property
+    def is_withheld(self) -> bool:
+        return self.withheld_version is not None and self.withheld_version == self.version
+
+    def out_of_service(self, version: int) -> bool:
+        """Whether `version` of this file may no longer be served."""
+        return version > 0 and (version == self.withheld_version or version in (self.revoked_versions or []))
+
 
 class ProposalStatus(models.TextChoices):
     PENDING = "pending", "Pending"
@@ -316,6 +350,11 @@ class ProposalStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
     STALE = "stale", "Stale"
     SUPERSEDED = "superseded", "Superseded"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+
+
+# A proposal in one of these may still be decided.
+OPEN_STATUSES = (ProposalStatus.PENDING, ProposalStatus.STALE)
 
 
 class ProposalQuerySet(models.QuerySet["Proposal"]):
@@ -363,6 +402,11 @@ class Proposal(models.Model):
     decision_comment = models.TextField(blank=True, default="")
     applied_version = models.PositiveIntegerField(null=True, blank=True)
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The proposal this one revises (a reviewer's edit or a rebase), so the
+    # page can show what the revision changed, not only the change to the file.
+    revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
+    # For a rollback proposal: the version whose content it restores.
+    rollback_to = models.PositiveIntegerField(null=True, blank=True)
 
     objects = ProposalQuerySet.as_manager()
 
@@ -388,6 +432,10 @@ class Proposal(models.Model):
             return f"agent:{self.author_agent}"
         return self.source
 
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATUSES
+
     def mark_stale(self) -> None:
         self.status = ProposalStatus.STALE
         self.save(update_fields=["status"])
@@ -405,6 +453,9 @@ class AgentSession(models.Model):
     # The exact assembled context served at start, returned byte for byte
     # by GET /context?session=… for the rest of the session.
     context = models.JSONField(default=dict, blank=True)
+    # The sections the context was built from, with the stored text of each
+    # file part, so a part taken out of service can be rebuilt alone.
+    parts = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -477,3 +528,68 @@ class AuditEvent(models.Model):
         if self.actor_agent_id:
             return f"agent:{self.actor_agent}"
         return "system"
+
+
+class ChangeKind(models.TextChoices):
+    """Governance changes: each puts content or a weaker policy into service,
+    so each needs a second person (services.changes)."""
+
+    AGENT_SETTINGS = "agent_settings", "Agent settings"
+    WORKSPACE_SETTINGS = "workspace_settings", "Workspace settings"
+    RELEASE = "release", "Release a withheld file"
+    ERASURE = "erasure", "Erase a data subject"
+
+
+class ChangeStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+
+
+class ChangeQuerySet(models.QuerySet["Change"]):
+    def pending(self) -> ChangeQuerySet:
+        return self.filter(status=ChangeStatus.PENDING)
+
+    def in_workspaces(self, workspace_ids: Any) -> ChangeQuerySet:
+        return self.filter(workspace_id__in=workspace_ids)
+
+
+class Change(models.Model):
+    """A pending governance change that a different admin or reviewer decides.
+    `payload` holds what would change, with the values it was requested
+    against, so a change overtaken by events is refused rather than applied."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="changes")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="changes")
+    kind = models.CharField(max_length=32, choices=ChangeKind.choices)
+    file_kind = models.CharField(max_length=16, blank=True, default="")
+    user_ref = models.CharField(max_length=255, blank=True, default="")
+    payload = models.JSONField(default=dict, blank=True)
+    summary = models.CharField(max_length=500)
+    reason = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=16, choices=ChangeStatus.choices, default=ChangeStatus.PENDING)
+
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True, default="")
+    result = models.JSONField(default=dict, blank=True)
+
+    objects = ChangeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["workspace", "status", "created_at"], name="change_ws_status_created")]
+
+    def __str__(self) -> str:
+        return f"Change #{self.pk} {self.kind} ({self.status})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ChangeStatus.PENDING

@@ -23,6 +23,7 @@ __all__ = (
     "MAX_NORMALIZED_CHARS",
     "MAX_SCAN_CHARS",
     "RULES",
+    "RULES_VERSION",
     "ApiKeyRule",
     "BidiUnicodeRule",
     "ConcealmentRule",
@@ -40,6 +41,11 @@ __all__ = (
     "scan",
     "scan_all",
 )
+
+# Bumped whenever a rule changes what it catches: cached scan results,
+# cached contexts and frozen session snapshots made under older rules are
+# checked again.
+RULES_VERSION = "1"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a

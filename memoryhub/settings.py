@@ -289,6 +289,9 @@ MEMORYHUB_RUN_LEASE_SECONDS = env_int("MEMORYHUB_RUN_LEASE_SECONDS", CELERY_TASK
 MEMORYHUB_RUN_MAX_ATTEMPTS = env_int("MEMORYHUB_RUN_MAX_ATTEMPTS", 3)
 
 # --- MemoryHub ------------------------------------------------------------------
+# A session's frozen context is served at most this long after it started;
+# then `?session=` answers 410 session_expired and the agent starts anew.
+MEMORYHUB_SESSION_MAX_AGE_SECONDS = env_int("MEMORYHUB_SESSION_MAX_AGE_SECONDS", 24 * 60 * 60)
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.
 MEMORYHUB_REQUIRE_SERVICES = env_bool("MEMORYHUB_REQUIRE_SERVICES")
 

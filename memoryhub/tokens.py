@@ -40,7 +40,7 @@ ENCODING_NAMES = tuple(_ENCODINGS)
 CHARS_PER_TOKEN_ESTIMATE = 4
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Counter:
     encoding: str
     estimated: bool
@@ -50,11 +50,18 @@ class Counter:
         if not text:
             return 0
         if self._encoder is not None:
-            return len(self._encoder.encode(text, disallowed_special=()))
+            return _encoded_length(self, text)
         return max(1, -(-len(text) // CHARS_PER_TOKEN_ESTIMATE))
 
     def describe(self) -> dict[str, Any]:
         return {"encoding": self.encoding if not self.estimated else "estimate", "estimated": self.estimated}
+
+
+# Stored versions never change, so the same section text is counted once per
+# process: a context cache miss then costs assembly, not tokenisation.
+@functools.lru_cache(maxsize=4096)
+def _encoded_length(counter: Counter, text: str) -> int:
+    return len(counter._encoder.encode(text, disallowed_special=()))
 
 
 def _cache_dir() -> Path:

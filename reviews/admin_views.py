@@ -50,7 +50,7 @@ from memoryhub.models import (
     WritePolicy,
 )
 from memoryhub.tokens import ENCODING_NAMES
-from reviews import access, admin_services, audit_export, charts
+from reviews import audit_export, charts
 
 PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
 NEAR_CAP_PERCENT = 80
@@ -63,7 +63,7 @@ DASHBOARD_DAYS = 14
 
 def _agent_or_404(request: HttpRequest, slug: str) -> Agent:
     try:
-        return access.get_agent_for_user(request.user, slug)
+        return services.get_agent_for_user(request.user, slug)
     except errors.NotFound as exc:
         raise Http404(exc.detail) from exc
 
@@ -170,9 +170,12 @@ def agents(request: HttpRequest) -> HttpResponse:
         except ValueError:
             workspace_id = 0
         try:
-            agent = admin_services.create_agent(
-                actor_user=request.user,
-                workspace_id=workspace_id,
+            workspace = Workspace.objects.filter(pk=workspace_id).first()
+            if workspace is None:
+                raise errors.PermissionDenied("Choose a workspace where you are an admin.")
+            agent = services.create_agent(
+                actor=request.user,
+                workspace=workspace,
                 slug=form["slug"],
                 name=form["name"],
                 strategy=form["strategy"],
@@ -192,7 +195,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         if request.htmx:  # type: ignore[attr-defined]
             template_name += "#create-agent"
 
-    visible = access.visible_agents(request.user)
+    visible = services.visible_agents(request.user)
     rows = list(
         visible.annotate(
             pending=Count("proposals", filter=Q(proposals__status=ProposalStatus.PENDING), distinct=True)
@@ -222,10 +225,7 @@ def agents(request: HttpRequest) -> HttpResponse:
 # --- one agent --------------------------------------------------------------------------
 
 AGENT_ACTIONS = ("persona", "tools", "policies", "key-create", "key-revoke", "consolidate")
-POLICY_INPUTS = (
-    "strategy", "write_policy", "consolidation_backend", "limit_soul", "limit_about", "limit_tools", "limit_user",
-    "limit_memory", "gate_hours", "gate_sessions", "daily_budget_usd", "staleness_ttl_days", "token_encoding",
-)
+POLICY_INPUTS = services.POLICY_FIELDS
 
 
 def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
@@ -297,7 +297,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
             content = request.POST.get("content", "").replace("\r\n", "\n")
             reason = request.POST.get("reason", "").strip()
             try:
-                proposal = admin_services.propose_persona_edit(
+                proposal = services.propose_persona_edit(
                     agent=agent, kind=kind, content=content, reason=reason, actor_user=request.user
                 )
             except errors.PermissionDenied:
@@ -319,7 +319,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 overrides["errors"] = {"tools": f"This is not valid JSON: {exc.msg} (line {exc.lineno})."}
                 raise errors.Invalid(overrides["errors"]["tools"]) from exc
             try:
-                rows = admin_services.set_tools(agent=agent, tools=parsed, actor_user=request.user)
+                rows = services.replace_tools(agent=agent, tools=parsed, actor=request.user)
             except errors.PermissionDenied:
                 raise
             except errors.DomainError as exc:
@@ -329,16 +329,21 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         elif action == "policies":
             values = {field: request.POST.get(field, "") for field in POLICY_INPUTS}
             try:
-                changed = admin_services.update_agent_policies(
-                    agent=agent, policies=values, actor_user=request.user
-                )
+                update = services.update_agent(agent=agent, settings=values, actor=request.user,
+                                               reason=request.POST.get("reason", ""))
             except errors.PermissionDenied:
                 raise
             except errors.DomainError as exc:
                 overrides["policy"] = values
                 overrides["errors"] = {"policies": exc.detail}
                 raise
-            notice = f"Policies saved: {', '.join(changed)} changed." if changed else "Nothing changed."
+            if update.change is not None:
+                notice = (f"Change #{update.change.pk} recorded: it weakens the gate, so another admin has to "
+                          "approve it before it takes effect.")
+            elif update.applied:
+                notice = f"Policies saved: {', '.join(update.applied)} changed."
+            else:
+                notice = "Nothing changed."
         elif action == "consolidate":
             from consolidation import services as consolidation
 
@@ -351,9 +356,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 else f"Consolidation run #{run.pk} for {run.user_ref} is already {run.status}."
             )
         elif action == "key-create":
-            key, raw_key = admin_services.issue_key(
-                agent=agent, name=request.POST.get("name", ""), actor_user=request.user
-            )
+            key, raw_key = services.issue_agent_key(agent=agent, name=request.POST.get("name", ""), actor=request.user)
             # The raw key is shown in this response only: never stored, never
             # in a redirect or the message storage.
             ctx = _agent_context(request, agent)
@@ -367,7 +370,9 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
             if request.POST.get("confirm") != "yes":
                 overrides["errors"] = {"keys": "Confirm the revocation to revoke a key."}
                 raise errors.Invalid(overrides["errors"]["keys"])
-            key = admin_services.revoke_key(agent=agent, key_id=request.POST.get("key"), actor_user=request.user)
+            key = services.revoke_agent_key(
+                key=services.get_agent_key(agent=agent, key_id=request.POST.get("key")), actor=request.user
+            )
             notice = f"Key {key.prefix}… revoked; requests with it are refused from now on."
     except errors.PermissionDenied as exc:
         raise _forbidden(exc) from exc
@@ -502,7 +507,7 @@ def audit(request: HttpRequest) -> HttpResponseBase:
             "params": params,
             "problems": problems,
             "actions": list(actions),
-            "agents": access.visible_agents(request.user).values_list("slug", flat=True),
+            "agents": services.visible_agents(request.user).values_list("slug", flat=True),
             "query": query.urlencode(),
         },
     ))
@@ -536,7 +541,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     today = timezone.localdate()
     days = [today - timedelta(days=DASHBOARD_DAYS - 1 - i) for i in range(DASHBOARD_DAYS)]
     since = now - timedelta(days=DASHBOARD_DAYS)
-    agents_qs = access.visible_agents(request.user)
+    agents_qs = services.visible_agents(request.user)
     proposals = Proposal.objects.in_workspaces(workspace_ids)
 
     queue = proposals.pending().aggregate(size=Count("id"), oldest=Min("created_at"))

@@ -1,26 +1,47 @@
-"""The staff REST API for the review workflow (API.md, "Staff")."""
+"""The staff REST API (API.md, "Staff" and "Added in v1.1"): proposals and
+their decisions, file history, rollback, withhold and release, agent
+settings and governance changes.
+
+Each view parses input, fetches its object through a scoped lookup (another
+workspace's object is a 404), calls one service operation with the signed-in
+user as the acting principal, and shapes the answer. The rules — role,
+four-eyes, conflicts, staleness, limits, scanner — live in the services.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memoryhub import errors, services
-from memoryhub.api import FILE_PARAM, USER_PARAM, TextField, parse_input, user_param
-from memoryhub.models import FileKind, Proposal, ProposalStatus, Source
+from memoryhub.api import FILE_PARAM, USER_PARAM, TextField, parse_body, user_param
+from memoryhub.models import Agent, Change, ChangeStatus, FileKind, Proposal, ProposalStatus, Source
 from memoryhub.rest import StaffAPIView, error_responses
-from reviews import access
 
 
 class ProposalPagination(PageNumberPagination):
     page_size = 50
     max_page_size = 200
     page_size_query_param = "page_size"
+
+    def get_page_size(self, request: Request) -> int:
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError as exc:
+            raise errors.Invalid(f"page_size must be a whole number from 1 to {self.max_page_size}.",
+                                 field="page_size") from exc
+        if not 1 <= size <= self.max_page_size:
+            raise errors.Invalid(f"page_size must be a whole number from 1 to {self.max_page_size}.",
+                                 field="page_size")
+        return size
 
 
 def proposal_summary(p: Proposal) -> dict[str, Any]:
@@ -50,6 +71,8 @@ def proposal_detail(p: Proposal) -> dict[str, Any]:
         "decision_comment": p.decision_comment,
         "applied_version": p.applied_version,
         "superseded_by": p.superseded_by_id,
+        "revises": p.revises_id,
+        "rollback_to": p.rollback_to,
     }
 
 
@@ -77,6 +100,33 @@ class ProposalDetailSerializer(ProposalSummarySerializer):
     decision_comment = serializers.CharField()
     applied_version = serializers.IntegerField(allow_null=True)
     superseded_by = serializers.IntegerField(allow_null=True)
+    revises = serializers.IntegerField(allow_null=True)
+    rollback_to = serializers.IntegerField(allow_null=True)
+
+
+class CommentSerializer(serializers.Serializer):
+    comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class RequiredCommentSerializer(serializers.Serializer):
+    comment = TextField(max_length=2000)
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = TextField(max_length=1000)
+
+
+class PendingProposalSerializer(serializers.Serializer):
+    proposal = serializers.IntegerField()
+    status = serializers.CharField()
+
+
+class PendingChangeSerializer(serializers.Serializer):
+    change = serializers.IntegerField()
+    status = serializers.CharField()
+
+
+# --- proposals ------------------------------------------------------------------------------
 
 
 class ProposalListView(StaffAPIView):
@@ -93,14 +143,14 @@ class ProposalListView(StaffAPIView):
             OpenApiParameter("agent", str, description="Agent slug."),
             OpenApiParameter("file", str, enum=FileKind.values),
             OpenApiParameter("source", str, enum=Source.values),
-            OpenApiParameter("user", str),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
+            OpenApiParameter("user", {"type": "string", "maxLength": 255}),
+            OpenApiParameter("page", {"type": "integer", "minimum": 1}),
+            OpenApiParameter("page_size", {"type": "integer", "minimum": 1, "maximum": 200}),
         ],
         responses={200: PageSerializer, **error_responses(400, 401, 403, 404, 429)},
     )
     def get(self, request: Request) -> Response:
-        proposals = access.visible_proposals(request.user).order_by("created_at", "id")
+        proposals = services.visible_proposals(request.user).order_by("created_at", "id")
         filters = {
             "status": ("status", ProposalStatus.values),
             "file": ("kind", FileKind.values),
@@ -113,9 +163,9 @@ class ProposalListView(StaffAPIView):
                     raise errors.Invalid(f"{param} must be one of {', '.join(allowed)}.", field=param)
                 proposals = proposals.filter(**{field: value})
         if slug := request.query_params.get("agent"):
-            proposals = proposals.filter(agent=access.get_agent_for_user(request.user, slug))
+            proposals = proposals.filter(agent=services.get_agent_for_user(request.user, slug))
         if user_ref := request.query_params.get("user"):
-            proposals = proposals.filter(user_ref=user_ref)
+            proposals = proposals.filter(user_ref=services.validate_user_ref(user_ref))
         paginator = ProposalPagination()
         page = paginator.paginate_queryset(proposals, request, view=self)
         return paginator.get_paginated_response([proposal_summary(p) for p in page or []])
@@ -127,49 +177,84 @@ class ProposalDetailView(StaffAPIView):
         responses={200: ProposalDetailSerializer, **error_responses(401, 403, 404, 429)},
     )
     def get(self, request: Request, proposal_id: int) -> Response:
-        return Response(proposal_detail(access.get_proposal_for_user(request.user, proposal_id)))
+        return Response(proposal_detail(services.get_proposal_for_user(request.user, proposal_id)))
 
 
 class ProposalApproveView(StaffAPIView):
-    class InputSerializer(serializers.Serializer):
-        comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
-
     class OutputSerializer(serializers.Serializer):
         status = serializers.CharField()
         version = serializers.IntegerField()
 
     @extend_schema(
         operation_id="approve_proposal",
-        request=InputSerializer,
+        request=CommentSerializer,
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 422, 429)},
+        description="409 `stale_proposal` when the file moved on, 409 `conflict` while the content holds "
+        "unresolved conflict blocks, 403 `four_eyes` for anyone who wrote a revision of the proposal.",
     )
     def post(self, request: Request, proposal_id: int) -> Response:
-        proposal = access.get_proposal_for_user(request.user, proposal_id)
-        data = parse_input(self.InputSerializer, request.data if request.data else {})
+        proposal = services.get_proposal_for_user(request.user, proposal_id)
+        data = parse_body(CommentSerializer, request)
         proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"])
         return Response({"status": proposal.status, "version": proposal.applied_version})
 
 
 class ProposalRejectView(StaffAPIView):
-    class InputSerializer(serializers.Serializer):
-        comment = serializers.CharField(max_length=2000)
-
     class OutputSerializer(serializers.Serializer):
         status = serializers.CharField()
 
     @extend_schema(
         operation_id="reject_proposal",
-        request=InputSerializer,
+        request=RequiredCommentSerializer,
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
     )
     def post(self, request: Request, proposal_id: int) -> Response:
-        proposal = access.get_proposal_for_user(request.user, proposal_id)
-        data = request.data if isinstance(request.data, dict) else {}
-        comment = data.get("comment", "")
-        if not isinstance(comment, str):
-            raise errors.Invalid("comment must be text.", field="comment")
-        proposal = services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
+        proposal = services.get_proposal_for_user(request.user, proposal_id)
+        data = parse_body(RequiredCommentSerializer, request)
+        proposal = services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"])
         return Response({"status": proposal.status})
+
+
+class ProposalWithdrawView(StaffAPIView):
+    class OutputSerializer(serializers.Serializer):
+        status = serializers.CharField()
+
+    @extend_schema(
+        operation_id="withdraw_proposal",
+        request=CommentSerializer,
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
+        description="The author of a proposal takes it back (authors cannot approve or reject their own).",
+    )
+    def post(self, request: Request, proposal_id: int) -> Response:
+        proposal = services.get_proposal_for_user(request.user, proposal_id)
+        data = parse_body(CommentSerializer, request)
+        proposal = services.withdraw_proposal(proposal_id=proposal.pk, actor=request.user, comment=data["comment"])
+        return Response({"status": proposal.status})
+
+
+class ProposalRebaseView(StaffAPIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        status = serializers.CharField()
+        conflicts = serializers.BooleanField()
+
+    @extend_schema(
+        operation_id="rebase_proposal",
+        request=None,
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 422, 429)},
+        description="A new proposal on the current version (three-way merge); `conflicts` says whether it holds "
+        "conflict blocks that must be edited away before approval.",
+    )
+    def post(self, request: Request, proposal_id: int) -> Response:
+        from memoryhub.merge import has_conflict_markers
+
+        proposal = services.get_proposal_for_user(request.user, proposal_id)
+        rebased = services.rebase_proposal(proposal_id=proposal.pk, reviewer=request.user)
+        return Response({"id": rebased.pk, "status": rebased.status,
+                         "conflicts": has_conflict_markers(rebased.proposed_content)})
+
+
+# --- files -----------------------------------------------------------------------------------
 
 
 class VersionSerializer(serializers.Serializer):
@@ -198,7 +283,7 @@ class FileVersionsView(StaffAPIView):
         responses={200: VersionSerializer(many=True), **error_responses(400, 401, 403, 404, 429)},
     )
     def get(self, request: Request, slug: str, file: str) -> Response:
-        agent = access.get_agent_for_user(request.user, slug)
+        agent = services.get_agent_for_user(request.user, slug)
         rows = services.file_versions(agent=agent, kind=file, user_ref=user_param(request, required=False))
         return Response(
             [
@@ -222,24 +307,253 @@ class FileRollbackView(StaffAPIView):
         version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
         reason = TextField(max_length=1000)
 
-    class OutputSerializer(serializers.Serializer):
-        version = serializers.IntegerField()
-
     @extend_schema(
         operation_id="rollback_file",
         parameters=[FILE_PARAM, USER_PARAM],
         request=InputSerializer,
-        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
+        responses={202: PendingProposalSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
+        description="A rollback is a proposal (source `rollback`) that another reviewer approves; approving it "
+        "serves the old content as a new version and reaches open sessions too.",
     )
     def post(self, request: Request, slug: str, file: str) -> Response:
-        agent = access.get_agent_for_user(request.user, slug)
-        data = parse_input(self.InputSerializer, request.data)
-        updated = services.rollback_file(
-            agent=agent,
-            kind=file,
-            user_ref=user_param(request, required=False),
-            to_version=data["version"],
-            user=request.user,
-            reason=data["reason"],
+        agent = services.get_agent_for_user(request.user, slug)
+        data = parse_body(self.InputSerializer, request)
+        proposal = services.propose_rollback(
+            agent=agent, kind=file, user_ref=user_param(request, required=False), to_version=data["version"],
+            actor=request.user, reason=data["reason"],
         )
-        return Response({"version": updated.version})
+        return Response({"proposal": proposal.pk, "status": "pending"}, status=status.HTTP_202_ACCEPTED)
+
+
+class FileWithholdView(StaffAPIView):
+    class OutputSerializer(serializers.Serializer):
+        file = serializers.CharField()
+        version = serializers.IntegerField()
+        withheld = serializers.BooleanField()
+        withheld_at = serializers.DateTimeField()
+
+    @extend_schema(
+        operation_id="withhold_file",
+        parameters=[FILE_PARAM, USER_PARAM],
+        request=ReasonSerializer,
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+        description="Takes the current version out of service at once: every context and open session serves "
+        "[WITHHELD] until a rollback or a release is approved by a second person.",
+    )
+    def post(self, request: Request, slug: str, file: str) -> Response:
+        agent = services.get_agent_for_user(request.user, slug)
+        data = parse_body(ReasonSerializer, request)
+        row = services.withhold_file(agent=agent, kind=file, user_ref=user_param(request, required=False),
+                                     actor=request.user, reason=data["reason"])
+        return Response({"file": row.kind, "version": row.version, "withheld": True,
+                         "withheld_at": row.withheld_at})
+
+
+class FileReleaseView(StaffAPIView):
+    @extend_schema(
+        operation_id="release_file",
+        parameters=[FILE_PARAM, USER_PARAM],
+        request=ReasonSerializer,
+        responses={202: PendingChangeSerializer, **error_responses(400, 401, 403, 404, 429)},
+        description="Four-eyes: records a pending change that a different reviewer or admin approves.",
+    )
+    def post(self, request: Request, slug: str, file: str) -> Response:
+        agent = services.get_agent_for_user(request.user, slug)
+        data = parse_body(ReasonSerializer, request)
+        change = services.request_release(agent=agent, kind=file, user_ref=user_param(request, required=False),
+                                          actor=request.user, reason=data["reason"])
+        return Response({"change": change.pk, "status": change.status}, status=status.HTTP_202_ACCEPTED)
+
+
+# --- agents ------------------------------------------------------------------------------------
+
+
+def agent_detail(agent: Agent) -> dict[str, Any]:
+    return {
+        "slug": agent.slug,
+        "workspace": agent.workspace.slug,
+        "name": agent.name,
+        "description": agent.description,
+        "is_active": agent.is_active,
+        "strategy": agent.strategy,
+        "write_policy": agent.write_policy,
+        "backend": agent.consolidation_backend,
+        "token_encoding": agent.token_encoding,
+        "limits": {kind: agent.limit_for(kind) for kind in FileKind.values},
+        "gate_hours": agent.gate_hours,
+        "gate_sessions": agent.gate_sessions,
+        "daily_budget_usd": str(agent.daily_budget_usd),
+        "staleness_ttl_days": agent.staleness_ttl_days,
+        "created_at": agent.created_at,
+        "updated_at": agent.updated_at,
+    }
+
+
+class AgentSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    workspace = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    is_active = serializers.BooleanField()
+    strategy = serializers.CharField()
+    write_policy = serializers.CharField()
+    backend = serializers.CharField()
+    token_encoding = serializers.CharField()
+    limits = serializers.DictField(child=serializers.IntegerField())
+    gate_hours = serializers.IntegerField()
+    gate_sessions = serializers.IntegerField()
+    daily_budget_usd = serializers.CharField()
+    staleness_ttl_days = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+_LIMIT_FIELDS = {kind: f"limit_{kind.removesuffix('.md').lower()}" for kind in FileKind.values}
+
+
+class AgentDetailView(StaffAPIView):
+    class PatchSerializer(serializers.Serializer):
+        name = TextField(required=False, max_length=200)
+        description = TextField(required=False, allow_blank=True, max_length=2000)
+        strategy = serializers.ChoiceField(required=False, choices=["full", "on_demand", "hybrid_v1", "hybrid_v2"])
+        write_policy = serializers.ChoiceField(required=False, choices=["direct", "review"])
+        backend = serializers.ChoiceField(required=False, choices=["heuristic", "llm"])
+        token_encoding = TextField(required=False, max_length=32)
+        limits = serializers.DictField(required=False, child=serializers.IntegerField(min_value=1, max_value=100_000),
+                                       help_text="Per file, e.g. {\"MEMORY.md\": 6000}.")
+        gate_hours = serializers.IntegerField(required=False, min_value=0, max_value=24 * 365)
+        gate_sessions = serializers.IntegerField(required=False, min_value=0, max_value=10_000)
+        daily_budget_usd = serializers.DecimalField(required=False, max_digits=10, decimal_places=4, min_value=0,
+                                                    max_value=100_000, coerce_to_string=True)
+        staleness_ttl_days = serializers.IntegerField(required=False, min_value=0, max_value=3650)
+        reason = TextField(required=False, allow_blank=True, max_length=1000)
+
+    @extend_schema(operation_id="get_agent", responses={200: AgentSerializer, **error_responses(401, 403, 404, 429)})
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(agent_detail(services.get_agent_for_user(request.user, slug)))
+
+    @extend_schema(
+        operation_id="update_agent",
+        request=PatchSerializer,
+        responses={200: AgentSerializer, 202: PendingChangeSerializer,
+                   **error_responses(400, 401, 403, 404, 429)},
+        description="200 when applied. A request that weakens the gate (write_policy to direct, a higher limit "
+        "or budget, another backend) is recorded whole as a pending change another admin approves: 202.",
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        agent = services.get_agent_for_user(request.user, slug)
+        data = parse_body(self.PatchSerializer, request)
+        reason = data.pop("reason", "")
+        limits = data.pop("limits", None) or {}
+        for kind, value in limits.items():
+            if kind not in _LIMIT_FIELDS:
+                raise errors.Invalid(f"limits names files: {', '.join(FileKind.values)}; got {kind!r}.",
+                                     field="limits")
+            data[_LIMIT_FIELDS[kind]] = value
+        if not data:
+            raise errors.Invalid("Send at least one setting to change.")
+        update = services.update_agent(agent=agent, settings=data, actor=request.user, reason=reason)
+        if update.change is not None:
+            return Response({"change": update.change.pk, "status": update.change.status},
+                            status=status.HTTP_202_ACCEPTED)
+        agent.refresh_from_db()
+        return Response(agent_detail(agent))
+
+
+# --- governance changes ------------------------------------------------------------------------
+
+
+def change_detail(change: Change) -> dict[str, Any]:
+    return {
+        "id": change.pk,
+        "workspace": change.workspace.slug,
+        "kind": change.kind,
+        "agent": change.agent.slug if change.agent else None,
+        "file": change.file_kind or None,
+        "user": change.user_ref or None,
+        "summary": change.summary,
+        "payload": change.payload,
+        "reason": change.reason,
+        "status": change.status,
+        "requested_by": change.requested_by.get_username() if change.requested_by else "system",
+        "created_at": change.created_at,
+        "decided_by": change.decided_by.get_username() if change.decided_by else None,
+        "decided_at": change.decided_at,
+        "decision_comment": change.decision_comment,
+        "result": change.result,
+    }
+
+
+class ChangeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    workspace = serializers.CharField()
+    kind = serializers.CharField()
+    agent = serializers.CharField(allow_null=True)
+    file = serializers.CharField(allow_null=True)
+    user = serializers.CharField(allow_null=True)
+    summary = serializers.CharField()
+    payload = serializers.DictField()
+    reason = serializers.CharField()
+    status = serializers.ChoiceField(choices=ChangeStatus.values)
+    requested_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    decided_by = serializers.CharField(allow_null=True)
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decision_comment = serializers.CharField()
+    result = serializers.DictField()
+
+
+class ChangeListView(StaffAPIView):
+    @extend_schema(
+        operation_id="list_changes",
+        parameters=[OpenApiParameter("status", str, enum=ChangeStatus.values)],
+        responses={200: ChangeSerializer(many=True), **error_responses(400, 401, 403, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        changes = services.visible_changes(request.user).order_by("created_at", "id")
+        if value := request.query_params.get("status"):
+            if value not in ChangeStatus.values:
+                raise errors.Invalid(f"status must be one of {', '.join(ChangeStatus.values)}.", field="status")
+            changes = changes.filter(status=value)
+        return Response([change_detail(c) for c in changes[:500]])
+
+
+class ChangeApproveView(StaffAPIView):
+    @extend_schema(
+        operation_id="approve_change",
+        request=CommentSerializer,
+        responses={200: ChangeSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
+        description="403 `four_eyes` for the requester; 409 `stale_change` when what it would change moved on.",
+    )
+    def post(self, request: Request, change_id: int) -> Response:
+        change = services.get_change_for_user(request.user, change_id)
+        data = parse_body(CommentSerializer, request)
+        return Response(change_detail(services.approve_change(change_id=change.pk, actor=request.user,
+                                                              comment=data["comment"])))
+
+
+class ChangeRejectView(StaffAPIView):
+    @extend_schema(
+        operation_id="reject_change",
+        request=RequiredCommentSerializer,
+        responses={200: ChangeSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, change_id: int) -> Response:
+        change = services.get_change_for_user(request.user, change_id)
+        data = parse_body(RequiredCommentSerializer, request)
+        return Response(change_detail(services.reject_change(change_id=change.pk, actor=request.user,
+                                                             comment=data["comment"])))
+
+
+class ChangeWithdrawView(StaffAPIView):
+    @extend_schema(
+        operation_id="withdraw_change",
+        request=CommentSerializer,
+        responses={200: ChangeSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, change_id: int) -> Response:
+        change = services.get_change_for_user(request.user, change_id)
+        data = parse_body(CommentSerializer, request)
+        return Response(change_detail(services.withdraw_change(change_id=change.pk, actor=request.user,
+                                                               comment=data["comment"])))
+

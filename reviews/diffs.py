@@ -1,6 +1,13 @@
 """Diffs for people: side-by-side and unified rows with word-level
-highlights, a line-based three-way merge, and blame. Pure functions over
-strings; templates render the segments (see templatetags/console.py).
+highlights, collapsed to the changes and their context, and blame. Pure
+functions over strings; templates render the segments (see
+templatetags/console.py).
+
+A reviewer must be able to trust what a row says. Inside a replaced block,
+lines are paired by similarity, not by position: a deleted line stands
+alone on its row instead of being drawn as an edit of the next one (which
+would make amounts and references appear to change that never did). Words
+are highlighted only within a similar pair.
 """
 
 from __future__ import annotations
@@ -9,10 +16,24 @@ import difflib
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+# The three-way merge lives in memoryhub.merge: rebasing is a domain operation.
+from memoryhub.merge import has_conflict_markers, merge3
+
+__all__ = ["blame", "collapse", "has_conflict_markers", "merge3", "side_by_side", "similarity", "stats", "unified",
+           "word_diff"]
 
 # Words, runs of whitespace and single punctuation marks: fine enough that a
 # changed date or number lights up alone, coarse enough to stay readable.
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+# Two lines at least this similar (difflib ratio over their words) may be
+# shown as one edited line; below it they are a deletion and an insertion.
+PAIR_THRESHOLD = 0.5
+# Above this many line pairs in one replaced block the alignment is greedy
+# (in order) instead of optimal: a reviewer reads blocks far smaller.
+_OPTIMAL_PAIRS = 40_000
+CONTEXT_LINES = 3
 
 
 @dataclass(frozen=True)
@@ -23,25 +44,30 @@ class Segment:
 
 @dataclass(frozen=True)
 class SideRow:
-    """One row of a side-by-side diff. A missing side has number None."""
+    """One row of a side-by-side diff. A missing side has number None.
+    `kind` "skip" stands for `skipped` unchanged lines collapsed away."""
 
-    kind: str  # equal | delete | insert | replace
+    kind: str  # equal | delete | insert | replace | skip
     left_no: int | None
     left: tuple[Segment, ...]
     right_no: int | None
     right: tuple[Segment, ...]
+    change: int | None = None  # the number of the change block this row belongs to (1-based)
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
 class UnifiedRow:
-    sign: str  # " ", "-", "+"
+    sign: str  # " ", "-", "+", "…" (collapsed)
     old_no: int | None
     new_no: int | None
     segments: tuple[Segment, ...]
+    change: int | None = None
+    skipped: int = 0
 
     @property
     def kind(self) -> str:
-        return {" ": "equal", "-": "delete", "+": "insert"}[self.sign]
+        return {" ": "equal", "-": "delete", "+": "insert", "…": "skip"}[self.sign]
 
 
 def _lines(text: str) -> list[str]:
@@ -50,6 +76,16 @@ def _lines(text: str) -> list[str]:
 
 def _whole(line: str, changed: bool = False) -> tuple[Segment, ...]:
     return (Segment(line, changed),) if line else ()
+
+
+def similarity(old: str, new: str) -> float:
+    """How alike two lines are, 0..1, over words and punctuation."""
+    if old == new:
+        return 1.0
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    if not a or not b:
+        return 0.0
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
 def word_diff(old: str, new: str) -> tuple[tuple[Segment, ...], tuple[Segment, ...]]:
@@ -84,52 +120,150 @@ def _opcodes(old_lines: list[str], new_lines: list[str]) -> list[tuple[str, int,
     return list(difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes())
 
 
+def align(old: Sequence[str], new: Sequence[str]) -> list[tuple[int | None, int | None]]:
+    """Pair the lines of a replaced block by similarity, keeping their order:
+    (i, j) for a pair, (i, None) for a deletion, (None, j) for an insertion.
+    Maximises the total similarity of the pairs; no pair is below
+    PAIR_THRESHOLD."""
+    n, m = len(old), len(new)
+    if n * m > _OPTIMAL_PAIRS:
+        return _align_greedy(old, new)
+    sim = [[similarity(old[i], new[j]) for j in range(m)] for i in range(n)]
+    # best[i][j]: the best total for old[i:] and new[j:].
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            score = max(best[i + 1][j], best[i][j + 1])
+            if sim[i][j] >= PAIR_THRESHOLD:
+                score = max(score, sim[i][j] + best[i + 1][j + 1])
+            best[i][j] = score
+    steps: list[tuple[int | None, int | None]] = []
+    i = j = 0
+    while i < n and j < m:
+        if sim[i][j] >= PAIR_THRESHOLD and best[i][j] == sim[i][j] + best[i + 1][j + 1]:
+            steps.append((i, j))
+            i, j = i + 1, j + 1
+        elif best[i][j] == best[i + 1][j]:
+            steps.append((i, None))
+            i += 1
+        else:
+            steps.append((None, j))
+            j += 1
+    steps.extend((k, None) for k in range(i, n))
+    steps.extend((None, k) for k in range(j, m))
+    return steps
+
+
+def _align_greedy(old: Sequence[str], new: Sequence[str]) -> list[tuple[int | None, int | None]]:
+    steps: list[tuple[int | None, int | None]] = []
+    i = j = 0
+    while i < len(old) and j < len(new):
+        if similarity(old[i], new[j]) >= PAIR_THRESHOLD:
+            steps.append((i, j))
+            i, j = i + 1, j + 1
+        else:
+            steps.append((i, None))
+            i += 1
+    steps.extend((k, None) for k in range(i, len(old)))
+    steps.extend((None, k) for k in range(j, len(new)))
+    return steps
+
+
 def side_by_side(old: str, new: str) -> list[SideRow]:
-    """Rows aligned so that a replaced line sits next to its replacement;
-    the longer side of an uneven replace runs on against blank cells."""
+    """Every line of both versions, aligned: unchanged lines side by side,
+    a changed line next to its similar replacement, a deleted or added line
+    alone on its row. Changed rows carry the number of their change block."""
     a, b = _lines(old), _lines(new)
     rows: list[SideRow] = []
+    change = 0
     for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             rows.extend(SideRow("equal", i1 + k + 1, _whole(a[i1 + k]), j1 + k + 1, _whole(b[j1 + k]))
                         for k in range(i2 - i1))
-        elif tag == "delete":
-            rows.extend(SideRow("delete", i + 1, _whole(a[i], True), None, ()) for i in range(i1, i2))
-        elif tag == "insert":
-            rows.extend(SideRow("insert", None, (), j + 1, _whole(b[j], True)) for j in range(j1, j2))
-        else:
-            for k in range(max(i2 - i1, j2 - j1)):
-                i, j = i1 + k, j1 + k
-                if i < i2 and j < j2:
-                    left, right = word_diff(a[i], b[j])
-                    rows.append(SideRow("replace", i + 1, left, j + 1, right))
-                elif i < i2:
-                    rows.append(SideRow("delete", i + 1, _whole(a[i], True), None, ()))
-                else:
-                    rows.append(SideRow("insert", None, (), j + 1, _whole(b[j], True)))
+            continue
+        change += 1
+        for i, j in align(a[i1:i2], b[j1:j2]):
+            if i is not None and j is not None:
+                left, right = word_diff(a[i1 + i], b[j1 + j])
+                rows.append(SideRow("replace", i1 + i + 1, left, j1 + j + 1, right, change))
+            elif i is not None:
+                rows.append(SideRow("delete", i1 + i + 1, _whole(a[i1 + i], True), None, (), change))
+            else:
+                assert j is not None
+                rows.append(SideRow("insert", None, (), j1 + j + 1, _whole(b[j1 + j], True), change))
     return rows
 
 
 def unified(old: str, new: str) -> list[UnifiedRow]:
-    """Every line of both versions in unified order (no hunks: memory files
-    are short enough to read whole), paired replacements word-highlighted."""
+    """Every line of both versions in unified order. Within a changed block
+    the removed lines come first, then the added ones; only similar pairs get
+    word highlights."""
     a, b = _lines(old), _lines(new)
     rows: list[UnifiedRow] = []
+    change = 0
     for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             rows.extend(UnifiedRow(" ", i1 + k + 1, j1 + k + 1, _whole(a[i1 + k])) for k in range(i2 - i1))
             continue
-        pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-        highlighted = [word_diff(a[i1 + k], b[j1 + k]) for k in range(pairs)]
+        change += 1
+        pairs = {i: j for i, j in align(a[i1:i2], b[j1:j2]) if i is not None and j is not None}
+        paired_new = {j: i for i, j in pairs.items()}
+        highlighted = {i: word_diff(a[i1 + i], b[j1 + j]) for i, j in pairs.items()}
         rows.extend(
-            UnifiedRow("-", i + 1, None, highlighted[i - i1][0] if i - i1 < pairs else _whole(a[i], True))
-            for i in range(i1, i2)
+            UnifiedRow("-", i1 + i + 1, None, highlighted[i][0] if i in highlighted else _whole(a[i1 + i], True),
+                       change)
+            for i in range(i2 - i1)
         )
         rows.extend(
-            UnifiedRow("+", None, j + 1, highlighted[j - j1][1] if j - j1 < pairs else _whole(b[j], True))
-            for j in range(j1, j2)
+            UnifiedRow("+", None, j1 + j + 1,
+                       highlighted[paired_new[j]][1] if j in paired_new else _whole(b[j1 + j], True), change)
+            for j in range(j2 - j1)
         )
     return rows
+
+
+def collapse(rows: Sequence[SideRow] | Sequence[UnifiedRow], context: int = CONTEXT_LINES) -> list[Any]:
+    """The rows with every unchanged run longer than 2 × context (plus one)
+    cut down to `context` lines on each side of a change, the rest replaced
+    by one "skip" row saying how many lines it hides."""
+    out: list[Any] = []
+    run: list[Any] = []
+
+    def flush(at_start: bool, at_end: bool) -> None:
+        keep_head = 0 if at_start else context
+        keep_tail = 0 if at_end else context
+        if len(run) <= keep_head + keep_tail + 1:
+            out.extend(run)
+        else:
+            out.extend(run[:keep_head])
+            out.append(_skip_row(run[0], len(run) - keep_head - keep_tail))
+            if keep_tail:
+                out.extend(run[-keep_tail:])
+        run.clear()
+
+    seen_change = False
+    for row in rows:
+        if row.kind == "equal":
+            run.append(row)
+            continue
+        flush(at_start=not seen_change, at_end=False)
+        seen_change = True
+        out.append(row)
+    if run:
+        if not seen_change:
+            return list(rows)  # nothing changed: show the file whole
+        flush(at_start=False, at_end=True)
+    return out
+
+
+def _skip_row(first: Any, count: int) -> Any:
+    if isinstance(first, SideRow):
+        return SideRow("skip", None, (), None, (), skipped=count)
+    return UnifiedRow("…", None, None, (), skipped=count)
+
+
+def change_count(rows: Sequence[SideRow] | Sequence[UnifiedRow]) -> int:
+    return max((row.change or 0 for row in rows), default=0)
 
 
 def stats(old: str, new: str) -> dict[str, int]:
@@ -139,91 +273,6 @@ def stats(old: str, new: str) -> dict[str, int]:
             removed += i2 - i1
             added += j2 - j1
     return {"added": added, "removed": removed}
-
-
-# --- three-way merge -------------------------------------------------------------
-
-CONFLICT_START = "<<<<<<< current version"
-CONFLICT_MID = "======="
-CONFLICT_END = ">>>>>>> proposal"
-
-
-@dataclass(frozen=True)
-class MergeResult:
-    content: str
-    conflicts: int
-
-
-def _changes(base: list[str], other: list[str]) -> list[tuple[int, int, list[str]]]:
-    """(base_start, base_end, replacement) for each change from base."""
-    return [(i1, i2, other[j1:j2]) for tag, i1, i2, j1, j2 in _opcodes(base, other) if tag != "equal"]
-
-
-def merge3(base: str, proposed: str, current: str) -> MergeResult:
-    """Line-based three-way merge of two edits of `base`. Changes to
-    separate lines both apply (an insertion next to an edited block is kept
-    beside it); overlapping different changes become a conflict block with
-    the current version's lines first."""
-    b, p, c = _lines(base), _lines(proposed), _lines(current)
-    # Sorted by (start, end): an insertion at a line comes before an edit
-    # that starts there, so the output never steps back over base lines.
-    changes = sorted([(*ch, "proposed") for ch in _changes(b, p)] + [(*ch, "current") for ch in _changes(b, c)],
-                     key=lambda ch: (ch[0], ch[1], ch[3]))
-    out: list[str] = []
-    conflicts = 0
-    pos = 0
-    i = 0
-    while i < len(changes):
-        start, end = changes[i][0], changes[i][1]
-        group = [changes[i]]
-        i += 1
-        while i < len(changes) and _overlaps(changes[i], start, end):
-            end = max(end, changes[i][1])
-            group.append(changes[i])
-            i += 1
-        out.extend(b[pos:start])
-        mine = _apply(b, start, end, [(s, e, lines) for s, e, lines, side in group if side == "proposed"])
-        other = _apply(b, start, end, [(s, e, lines) for s, e, lines, side in group if side == "current"])
-        sides = {side for *_, side in group}
-        if sides == {"proposed"}:
-            out.extend(mine)
-        elif sides == {"current"} or mine == other:
-            out.extend(other)
-        else:
-            conflicts += 1
-            out.extend([CONFLICT_START, *other, CONFLICT_MID, *mine, CONFLICT_END])
-        pos = end
-    out.extend(b[pos:])
-    text = "\n".join(out)
-    if out and (proposed.endswith("\n") or current.endswith("\n")):
-        text += "\n"
-    return MergeResult(text, conflicts)
-
-
-def _overlaps(change: tuple[int, int, list[str], str], start: int, end: int) -> bool:
-    """Whether a change (sorted after the group's start) touches the group's
-    base lines [start, end). Insertions conflict only inside an edited block
-    or with another insertion at the same point."""
-    c_start, c_end = change[0], change[1]
-    if c_start == c_end:
-        return start < c_start < end or start == end == c_start
-    return c_start < end
-
-
-def _apply(base: list[str], start: int, end: int, changes: list[tuple[int, int, list[str]]]) -> list[str]:
-    result: list[str] = []
-    pos = start
-    for c_start, c_end, lines in changes:
-        result.extend(base[pos:c_start])
-        result.extend(lines)
-        pos = c_end
-    result.extend(base[pos:end])
-    return result
-
-
-def has_conflict_markers(text: str) -> bool:
-    lines = set(_lines(text))
-    return CONFLICT_START in lines and CONFLICT_END in lines
 
 
 # --- blame -----------------------------------------------------------------------------

@@ -29,8 +29,7 @@ from django_htmx.middleware import HtmxDetails
 
 from memoryhub import errors, scanner, services, tokens
 from memoryhub.models import AgentSession, FileKind, LogEntry, Proposal, ProposalStatus, Source
-from reviews import access, diffs
-from reviews import services as review_services
+from reviews import diffs
 from reviews.api import history_author
 
 T = TypeVar("T")
@@ -101,8 +100,8 @@ class QueueFilterForm(forms.Form):
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    visible = access.visible_proposals(request.user)
-    form = QueueFilterForm(request.GET or None, agents=list(access.visible_agents(request.user)))
+    visible = services.visible_proposals(request.user)
+    form = QueueFilterForm(request.GET or None, agents=list(services.visible_agents(request.user)))
     counts = visible.aggregate(
         pending=Count("id", filter=Q(status=ProposalStatus.PENDING)),
         stale=Count("id", filter=Q(status=ProposalStatus.STALE)),
@@ -120,7 +119,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def queue_badge(request: HtmxHttpRequest) -> HttpResponse:
-    pending = access.visible_proposals(request.user).pending().count()
+    pending = services.visible_proposals(request.user).pending().count()
     return TemplateResponse(request, "reviews/badge.html", {"pending": pending})
 
 
@@ -205,7 +204,7 @@ def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
 @login_required
 @require_http_methods(["GET", "POST"])
 def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    proposal = _or_404(access.get_proposal_for_user, request.user, pk)
+    proposal = _or_404(services.get_proposal_for_user, request.user, pk)
     template_name = "reviews/proposal.html"
     error: errors.DomainError | None = None
     if request.method == "POST":
@@ -213,32 +212,32 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         comment = request.POST.get("comment", "")
         try:
             if action == "approve":
-                proposal = review_services.approve(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
+                proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
                 done, target = f"Approved. {proposal.kind} is now version {proposal.applied_version}.", None
             elif action == "reject":
                 services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
                 done, target = "Rejected. Nothing served has changed.", None
             elif action == "edit":
-                target = review_services.edit_and_approve(
+                target = services.revise_proposal(
                     proposal_id=proposal.pk, reviewer=request.user, content=request.POST.get("content", ""),
                     comment=comment,
                 )
                 done = (f"Your edit is saved as proposal #{target.pk}. Another reviewer has to approve it "
                         "(four-eyes rule).")
             elif action == "rebase":
-                target = review_services.rebase_proposal(proposal_id=proposal.pk, reviewer=request.user)
+                target = services.rebase_proposal(proposal_id=proposal.pk, reviewer=request.user)
                 done = f"Rebased onto the current version as proposal #{target.pk}. Review it and confirm."
             else:
                 raise errors.Invalid("Choose approve, reject, edit or rebase.")
         except errors.DomainError as exc:
             error = exc
-            proposal = access.get_proposal_for_user(request.user, proposal.pk)
+            proposal = services.get_proposal_for_user(request.user, proposal.pk)
         else:
             url = reverse("proposal", args=[(target or proposal).pk])
             if target is not None or not request.htmx:
                 messages.success(request, done)
                 return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-            proposal = access.get_proposal_for_user(request.user, proposal.pk)
+            proposal = services.get_proposal_for_user(request.user, proposal.pk)
             context = _proposal_context(request, proposal)
             return TemplateResponse(request, template_name + "#decision", {**context, "done": done})
         context = _proposal_context(request, proposal)
@@ -257,7 +256,7 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = (
-        AgentSession.objects.filter(pk=pk, agent__in=access.visible_agents(request.user))
+        AgentSession.objects.filter(pk=pk, agent__in=services.visible_agents(request.user))
         .select_related("agent").first()
     )
     if session is None:
@@ -270,7 +269,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Any, str, list[Any]]:
-    agent = _or_404(access.get_agent_for_user, request.user, slug)
+    agent = _or_404(services.get_agent_for_user, request.user, slug)
     user_ref = request.GET.get("user", "")
     try:
         rows = services.file_versions(agent=agent, kind=kind, user_ref=user_ref or None)
@@ -291,7 +290,6 @@ def _int(value: Any) -> int | None:
 def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     agent, user_ref, rows = _versions(request, slug, file)
     template_name = "reviews/file_history.html"
-    here = _file_url("file-history", agent.slug, file, user_ref)
     error: errors.DomainError | None = None
     confirm = _int(request.GET.get("rollback"))
     if request.method == "POST":
@@ -299,15 +297,17 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
         try:
             if request.POST.get("action") != "rollback" or confirm is None:
                 raise errors.Invalid("Choose a version to roll back to.", field="version")
-            updated = services.rollback_file(agent=agent, kind=file, user_ref=user_ref or None, to_version=confirm,
-                                             user=request.user, reason=request.POST.get("reason", ""))
+            rollback = services.propose_rollback(agent=agent, kind=file, user_ref=user_ref or None,
+                                                 to_version=confirm, actor=request.user,
+                                                 reason=request.POST.get("reason", ""))
         except errors.DomainError as exc:
             error = exc
         else:
-            done = f"Rolled {file} back to the content of version {confirm}; it is now version {updated.version}."
+            done = (f"Rollback to the content of version {confirm} proposed as proposal #{rollback.pk}. "
+                    "Another reviewer has to approve it before it is served (four-eyes rule).")
             if not request.htmx:
                 messages.success(request, done)
-                return redirect(here)
+                return redirect(reverse("proposal", args=[rollback.pk]))
             _agent, _user, rows = _versions(request, slug, file)
             context = _history_context(request, agent, file, user_ref, rows, None)
             return TemplateResponse(request, template_name + "#timeline", {**context, "done": done})

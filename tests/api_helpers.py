@@ -9,7 +9,7 @@ from memoryhub.models import Agent
 
 
 def agent_client(agent: Agent) -> APIClient:
-    _, raw = services.issue_agent_key(agent=agent)
+    _, raw = services.issue_agent_key(agent=agent, actor=services.SYSTEM)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client

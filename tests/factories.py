@@ -5,7 +5,7 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
-from memoryhub.models import Agent, Membership, Role, ToolSetting, Workspace
+from memoryhub.models import Agent, Membership, Role, ToolSetting, Workspace, WritePolicy
 
 
 class WorkspaceFactory(factory.django.DjangoModelFactory):
@@ -33,6 +33,9 @@ class AgentFactory(factory.django.DjangoModelFactory):
     workspace = factory.SubFactory(WorkspaceFactory)
     slug = factory.Sequence(lambda n: f"agent-{n}")
     name = factory.LazyAttribute(lambda o: o.slug.title())
+    # New agents default to `review` (tests/memoryhub/test_agents.py shows it);
+    # most tests exercise the write path itself, so their agents write directly.
+    write_policy = WritePolicy.DIRECT
 
 
 class ToolFactory(factory.django.DjangoModelFactory):

@@ -37,7 +37,9 @@ from memoryhub.models import LogRole, Role, Source, WritePolicy
 from memoryhub.wsgi import application
 from tests.factories import AgentFactory, ToolFactory, staff
 
-STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs")
+STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs", "/api/v1/changes")
+# Operations only an admin may perform answer 2xx with the admin's token.
+ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}")}
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -58,6 +60,7 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", application, config=CONF
 class Seeded:
     agent_key: str = ""
     staff_token: str = ""
+    admin_token: str = ""
     pools: dict[str, list[Any]] = field(default_factory=dict)
     statuses: Counter[int] = field(default_factory=Counter)
 
@@ -111,11 +114,36 @@ def seed_data() -> Seeded:
 
     # Four-eyes (403), already decided (409), another workspace's (404).
     refused = [own, decided.pk, hidden.pk]
-    _, agent_key = services.issue_agent_key(agent=agent)
+    # The reviewer's own proposals, to withdraw.
+    mine = [services.propose_rollback(agent=agent, kind="MEMORY.md", user_ref=user, to_version=1, actor=reviewer,
+                                      reason="seeded").pk for user in USERS]
+    # Stale proposals, to rebase: each file moved on after its proposal.
+    stale = []
+    for i in range(6):
+        services.write_memory(agent=agent, kind="USER.md", user_ref=f"stale-{i}", content="- likes tea\n- in Oslo\n")
+        stale.append(services.propose_change(agent=agent, kind="USER.md", user_ref=f"stale-{i}",
+                                             content="- likes green tea\n- in Oslo\n", source=Source.ADMIN,
+                                             author_user=admin, reason="seeded").pk)
+        services.write_memory(agent=agent, kind="USER.md", user_ref=f"stale-{i}", content="- likes tea\n- in Bergen\n")
+    # Withheld files with a pending release each, requested by the admin: the reviewer decides them.
+    changes = []
+    for i in range(12):
+        services.write_memory(agent=agent, kind="MEMORY.md", user_ref=f"held-{i}", content=f"- held {i}")
+        services.withhold_file(agent=agent, kind="MEMORY.md", user_ref=f"held-{i}", actor=admin, reason="seeded")
+        changes.append(services.request_release(agent=agent, kind="MEMORY.md", user_ref=f"held-{i}", actor=admin,
+                                                reason="seeded").pk)
+    for held in ("held-own", "held-free"):
+        services.write_memory(agent=agent, kind="MEMORY.md", user_ref=held, content="- held")
+        services.withhold_file(agent=agent, kind="MEMORY.md", user_ref=held, actor=reviewer, reason="seeded")
+    own_change = services.request_release(agent=agent, kind="MEMORY.md", user_ref="held-own", actor=reviewer,
+                                          reason="seeded").pk
+    _, agent_key = services.issue_agent_key(agent=agent, actor=services.SYSTEM)
     _, staff_token = services.issue_staff_token(user=reviewer)
+    _, admin_token = services.issue_staff_token(user=admin)
     return Seeded(
         agent_key=agent_key,
         staff_token=staff_token,
+        admin_token=admin_token,
         pools={
             # The first entries are the seeded agent and its objects; the
             # rest answer 400/403/404 (other policy, other workspace, decided).
@@ -123,6 +151,12 @@ def seed_data() -> Seeded:
             "proposal_id": [*to_approve[:2], *to_reject[:2], *refused],
             "proposal_id/approve": [*to_approve, *refused],
             "proposal_id/reject": [*to_reject, *refused],
+            "proposal_id/withdraw": [*mine, *refused],
+            "proposal_id/rebase": [*stale, *refused],
+            "change_id": changes[:6],
+            "change_id/approve": changes[6:9],
+            "change_id/reject": changes[9:],
+            "change_id/withdraw": [own_change, changes[0]],
             "session_id": [*open_sessions[:2], ended.pk, foreign.pk],
             "session_id/log": open_sessions,
             "run_id": [run.pk, run.pk, foreign_run.pk],
@@ -187,6 +221,13 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "SOUL.md"},
                                        body={"version": 1, "reason": "Back to the first persona."},
                                        media_type="application/json"))
+    if operation.path.endswith(("/withhold", "/release")):
+        examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
+                                       query={"user": "held-free" if operation.path.endswith("/release") else "alice"},
+                                       body={"reason": "Seeded."}, media_type="application/json"))
+    if operation.path == "/api/v1/agents/{slug}" and operation.method.upper() == "PATCH":
+        examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG}, body={"strategy": "full"},
+                                       media_type="application/json"))
     if operation.path.endswith("/versions"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))
@@ -238,6 +279,8 @@ def answered_2xx(request: pytest.FixtureRequest, seeded: Seeded) -> Iterator[Non
 )
 def test_every_operation_answers_as_its_schema_says(case: schemathesis.Case, seeded: Seeded) -> None:
     secret = seeded.staff_token if case.path.startswith(STAFF_PREFIXES) else seeded.agent_key
+    if (case.operation.method.upper(), case.operation.path) in ADMIN_OPERATIONS:
+        secret = seeded.admin_token
     response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, checks=CHECKS)
     if case.method.upper() == case.operation.method.upper():  # not the coverage phase's OPTIONS/TRACE probes
         seeded.statuses[response.status_code] += 1

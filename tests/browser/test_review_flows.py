@@ -33,7 +33,7 @@ def world() -> dict[str, Any]:
         ],
     )
     services.end_session(session=session)
-    _, key = services.issue_agent_key(agent=agent)
+    _, key = services.issue_agent_key(agent=agent, actor=services.SYSTEM)
     return {
         "workspace": workspace,
         "agent": agent,

@@ -44,7 +44,7 @@ def test_it_answers_401_for_an_unknown_key():
 
 
 def test_it_answers_401_for_a_revoked_key(agent, client):
-    services.revoke_agent_key(key=ApiKey.objects.get(agent=agent))
+    services.revoke_agent_key(key=ApiKey.objects.get(agent=agent), actor=services.SYSTEM)
     response = client.get("/api/v1/memory/SOUL.md")
     assert response.status_code == 401 and error_code(response) == "not_authenticated"
 
@@ -109,7 +109,7 @@ def test_a_session_of_another_user_is_not_found(agent, client):
     assert response.status_code == 404 and error_code(response) == "not_found"
 
 
-def test_the_context_costs_three_queries_on_a_miss_and_none_but_auth_on_a_hit(
+def test_the_context_costs_three_queries_on_a_miss_and_two_on_a_hit(
     agent, client, django_assert_max_num_queries, django_assert_num_queries
 ):
     for n in range(5):
@@ -118,9 +118,12 @@ def test_the_context_costs_three_queries_on_a_miss_and_none_but_auth_on_a_hit(
     for other in AgentFactory.create_batch(3):
         services.write_memory(agent=other, kind="SOUL.md", content="Another agent.")
     ApiKey.objects.filter(agent=agent).update(last_used_at=timezone.now())
+    # A miss: the key lookup, the pair's files, the tools.
     with django_assert_max_num_queries(3):
         assert client.get("/api/v1/context?user=u1").status_code == 200
-    with django_assert_num_queries(1):  # the key lookup
+    # A hit: the key lookup and the pair's files, whose versions key the cache
+    # (so no node can serve a context older than the database).
+    with django_assert_num_queries(2):
         assert client.get("/api/v1/context?user=u1").status_code == 200
 
 
@@ -131,7 +134,7 @@ def test_it_reads_a_file_never_written_as_absent(client):
     body = client.get("/api/v1/memory/MEMORY.md?user=u1").json()
     assert body | {"updated_at": None} == {
         "file": "MEMORY.md", "scope": "agent_user", "exists": False, "content": "", "version": 0, "chars": 0,
-        "limit": 5000, "limit_kind": "soft", "updated_at": None, "stale": False, "blocked": [],
+        "limit": 5000, "limit_kind": "soft", "updated_at": None, "stale": False, "blocked": [], "withheld": False,
     }
 
 

@@ -75,7 +75,16 @@ def test_it_uses_the_default_workspace_and_settings():
 
     agent = Agent.objects.get(slug="helper")
     assert agent.workspace.slug == "default"
-    assert (agent.strategy, agent.write_policy, agent.consolidation_backend) == ("hybrid_v2", "direct", "heuristic")
+    assert (agent.strategy, agent.write_policy, agent.consolidation_backend) == ("hybrid_v2", "review", "heuristic")
+
+
+def test_it_may_create_a_direct_agent_at_the_shell_and_records_that_it_did():
+    run("create_agent", "helper", "--write-policy", "direct")
+
+    agent = Agent.objects.get(slug="helper")
+    assert agent.write_policy == "direct"
+    event = AuditEvent.objects.get(action="agent.create", agent=agent)
+    assert event.details["weaker_than_default"] is True and "at the shell" in event.summary
 
 
 def test_it_refuses_an_unknown_strategy():
@@ -102,7 +111,7 @@ def test_it_refuses_an_existing_slug_unless_told_to_update():
     assert agent.strategy == "full"
     assert agent.write_policy == "direct"  # options not given stay as they were
     assert "strategy" in out
-    assert AuditEvent.objects.filter(action="agent.update", agent=agent).count() == 1
+    assert AuditEvent.objects.filter(action="agent.settings", agent=agent).count() == 1
 
 
 def test_it_does_not_move_an_agent_to_another_workspace():

@@ -248,27 +248,37 @@ def test_a_newer_consolidation_proposal_supersedes_the_older(agent):
 # --- rollback ------------------------------------------------------------------------------------
 
 
-def test_rollback_makes_a_new_version_with_the_old_content(agent, reviewer):
+def test_rollback_is_a_proposal_that_another_reviewer_approves(agent, reviewer, admin):
     for text in ("one", "two", "three"):
         services.write_memory(agent=agent, kind="ABOUT.md", content=text)
-    file = services.rollback_file(agent=agent, kind="ABOUT.md", to_version=1, user=reviewer, reason="bad edits")
-    assert (file.version, file.content) == (4, "one")
+
+    proposal = services.propose_rollback(agent=agent, kind="ABOUT.md", to_version=1, actor=reviewer,
+                                         reason="bad edits")
+
+    assert (proposal.source, proposal.rollback_to, proposal.status) == (Source.ROLLBACK, 1, "pending")
+    assert MemoryFile.objects.get(kind="ABOUT.md").content == "three"  # nothing served changed yet
+    with pytest.raises(errors.FourEyes):
+        services.approve_proposal(proposal_id=proposal.pk, reviewer=reviewer)
+    services.approve_proposal(proposal_id=proposal.pk, reviewer=admin, comment="agreed")
+    file = MemoryFile.objects.get(kind="ABOUT.md")
+    assert (file.version, file.content, file.revoked_versions) == (4, "one", [2, 3])
     rows = history_of(agent, "ABOUT.md")
     assert [r.content for r in rows] == ["one", "two", "three", "one"]
-    assert (rows[-1].source, rows[-1].history_user, rows[-1].history_change_reason) == (
-        Source.ROLLBACK, reviewer, "bad edits",
-    )
-    assert AuditEvent.objects.filter(action="file.rollback").count() == 1
+    assert (rows[-1].source, rows[-1].history_user, rows[-1].approved_by) == (Source.ROLLBACK, reviewer, admin)
+    assert AuditEvent.objects.get(action="proposal.approve").details["undone_versions"] == [2, 3]
 
 
 def test_rollback_needs_a_reason_and_an_existing_version(agent, reviewer):
     services.write_memory(agent=agent, kind="ABOUT.md", content="one")
     services.write_memory(agent=agent, kind="ABOUT.md", content="two")
     with pytest.raises(errors.Invalid):
-        services.rollback_file(agent=agent, kind="ABOUT.md", to_version=1, user=reviewer, reason="")
+        services.propose_rollback(agent=agent, kind="ABOUT.md", to_version=1, actor=reviewer, reason="")
     with pytest.raises(errors.Invalid):
-        services.rollback_file(agent=agent, kind="ABOUT.md", to_version=7, user=reviewer, reason="why")
+        services.propose_rollback(agent=agent, kind="ABOUT.md", to_version=7, actor=reviewer, reason="why")
+    with pytest.raises(errors.Invalid):
+        services.propose_rollback(agent=agent, kind="ABOUT.md", to_version=2, actor=reviewer, reason="why")
     assert MemoryFile.objects.get(kind="ABOUT.md").version == 2
+    assert not Proposal.objects.exists()
 
 
 # --- isolation --------------------------------------------------------------------------------------

@@ -15,11 +15,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryhub import services
+from memoryhub import errors, services
 from memoryhub.models import (
     Agent,
     ApiKey,
     AuditEvent,
+    Change,
     MemoryFile,
     Proposal,
     ProposalStatus,
@@ -91,7 +92,7 @@ TOOLS = [{"name": "search", "description": "Search the docs.",
 
 
 def write_actions(agent: Agent) -> list[dict[str, str]]:
-    key, _ = services.issue_agent_key(agent=agent, name="existing")
+    key, _ = services.issue_agent_key(agent=agent, actor=services.SYSTEM, name="existing")
     return [
         {"action": "persona", "kind": "SOUL.md", "content": "I am kind.", "reason": "tone"},
         {"action": "tools", "tools": json.dumps(TOOLS)},
@@ -301,16 +302,35 @@ def test_invalid_tools_are_refused_inline(agent, admin, raw, message):
 def test_an_admin_sets_policies_with_an_audit_event(agent, admin):
     client = login(admin)
     response = client.post(f"/agents/{agent.slug}/", policy_form(
-        agent, strategy="full", limit_memory=8000, gate_hours=6, daily_budget_usd="2.5", token_encoding="cl100k_base"))
+        agent, strategy="full", limit_memory=4000, gate_hours=6, daily_budget_usd="2.5", token_encoding="cl100k_base"))
     assert response.status_code == 302
     agent.refresh_from_db()
     assert (agent.strategy, agent.limit_memory, agent.gate_hours, str(agent.daily_budget_usd),
-            agent.token_encoding) == ("full", 8000, 6, "2.5000", "cl100k_base")
-    event = AuditEvent.objects.get(action="agent.policies")
-    assert event.actor_user == admin and event.details["limit_memory"] == {"from": "5000", "to": "8000"}
+            agent.token_encoding) == ("full", 4000, 6, "2.5000", "cl100k_base")
+    event = AuditEvent.objects.get(action="agent.settings")
+    assert event.actor_user == admin and event.details["fields"]["limit_memory"] == {"from": "5000", "to": "4000"}
     again = client.post(f"/agents/{agent.slug}/", policy_form(agent), **HTMX)
     assert again.status_code == 200 and "Nothing changed." in again.content.decode()
-    assert AuditEvent.objects.filter(action="agent.policies").count() == 1
+    assert AuditEvent.objects.filter(action="agent.settings").count() == 1
+
+
+def test_a_policy_that_weakens_the_gate_waits_for_a_second_admin(agent, admin):
+    agent.write_policy = "review"
+    agent.save()
+    second = staff(agent.workspace, Role.ADMIN)
+
+    response = login(admin).post(f"/agents/{agent.slug}/", policy_form(agent, write_policy="direct",
+                                                                        limit_memory=8000), follow=True)
+
+    assert "another admin has to approve it" in response.content.decode()
+    agent.refresh_from_db()
+    assert (agent.write_policy, agent.limit_memory) == ("review", 5000)
+    change = Change.objects.get(status="pending")
+    with pytest.raises(errors.FourEyes):
+        services.approve_change(change_id=change.pk, actor=admin)
+    services.approve_change(change_id=change.pk, actor=second)
+    agent.refresh_from_db()
+    assert (agent.write_policy, agent.limit_memory) == ("direct", 8000)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -324,7 +344,7 @@ def test_invalid_policies_are_refused_inline(agent, admin, change, message):
     response = login(admin).post(f"/agents/{agent.slug}/", policy_form(agent, **change))
     assert response.status_code == 422
     assert message in response.content.decode()
-    assert not AuditEvent.objects.filter(action="agent.policies").exists()
+    assert not AuditEvent.objects.filter(action="agent.settings").exists()
 
 
 # --- keys --------------------------------------------------------------------------------------
@@ -349,7 +369,7 @@ def test_a_created_key_is_shown_once_in_the_post_response_and_never_again(agent,
 
 
 def test_revoking_a_key_needs_confirmation(agent, admin):
-    key, raw = services.issue_agent_key(agent=agent, name="old")
+    key, raw = services.issue_agent_key(agent=agent, actor=services.SYSTEM, name="old")
     client = login(admin)
     unconfirmed = client.post(f"/agents/{agent.slug}/", {"action": "key-revoke", "key": key.pk}, **HTMX)
     assert unconfirmed.status_code == 200 and "Confirm the revocation" in unconfirmed.content.decode()
@@ -364,7 +384,7 @@ def test_revoking_a_key_needs_confirmation(agent, admin):
 
 def test_a_key_of_another_agent_cannot_be_revoked_through_this_one(agent, admin):
     sibling = AgentFactory(workspace=agent.workspace)
-    key, _ = services.issue_agent_key(agent=sibling)
+    key, _ = services.issue_agent_key(agent=sibling, actor=services.SYSTEM)
     response = login(admin).post(f"/agents/{agent.slug}/", {"action": "key-revoke", "key": key.pk, "confirm": "yes"})
     assert response.status_code == 404
     key.refresh_from_db()

@@ -29,6 +29,11 @@ def reviewer(agent):
 
 
 @pytest.fixture
+def second_reviewer(agent):
+    return staff(agent.workspace, Role.REVIEWER)
+
+
+@pytest.fixture
 def proposal(agent, admin):
     services.write_memory(agent=agent, kind="SOUL.md", content="v1")
     return services.propose_change(agent=agent, kind="SOUL.md", content="v2", source=Source.ADMIN,
@@ -97,7 +102,7 @@ def test_an_auditor_reads_but_cannot_decide(agent, proposal):
     assert response.status_code == 403 and error_code(response) == "permission_denied"
 
 
-def test_versions_and_rollback(agent, reviewer):
+def test_versions_and_rollback(agent, reviewer, second_reviewer):
     for text in ("one", "two"):
         services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content=text, reason=f"r-{text}")
     client = staff_client(reviewer)
@@ -111,7 +116,13 @@ def test_versions_and_rollback(agent, reviewer):
     assert no_reason.status_code == 400
     done = client.post(f"/api/v1/agents/{agent.slug}/files/MEMORY.md/rollback?user=u1",
                        {"version": 1, "reason": "two was wrong"}, format="json")
-    assert done.status_code == 200 and done.json() == {"version": 3}
+    assert done.status_code == 202 and done.json()["status"] == "pending"
+    assert agent_client(agent).get("/api/v1/memory/MEMORY.md?user=u1").json()["content"] == "two"
+    rollback = done.json()["proposal"]
+    own = client.post(f"/api/v1/proposals/{rollback}/approve", {}, format="json")
+    assert own.status_code == 403 and error_code(own) == "four_eyes"
+    approved = staff_client(second_reviewer).post(f"/api/v1/proposals/{rollback}/approve", {}, format="json")
+    assert approved.status_code == 200 and approved.json() == {"status": "approved", "version": 3}
     assert agent_client(agent).get("/api/v1/memory/MEMORY.md?user=u1").json()["content"] == "one"
 
 
@@ -148,7 +159,7 @@ def test_an_agent_key_is_refused_on_every_staff_route(agent, proposal, method, p
 def test_a_revoked_key_is_refused_everywhere(agent, proposal, method, path):
     client = agent_client(agent)
     for key in ApiKey.objects.filter(agent=agent):
-        services.revoke_agent_key(key=key)
+        services.revoke_agent_key(key=key, actor=services.SYSTEM)
     url = path.format(proposal=proposal.pk, slug=agent.slug)
     response = getattr(client, method)(url, {"content": "x"}, format="json")
     assert response.status_code == 401 and error_code(response) == "not_authenticated"

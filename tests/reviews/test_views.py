@@ -270,7 +270,8 @@ def test_it_refuses_a_reject_without_a_comment(reviewer, proposal):
     page = client.get(url(proposal)).content.decode()
     assert 'name="comment" rows="2" required' in page
     response = client.post(url(proposal), {"action": "reject", "comment": "  "})
-    assert response.status_code == 400 and "a comment is required" in response.content.decode()
+    assert response.status_code == 400
+    assert "saying why you reject this proposal is required" in response.content.decode()
     assert status_of(proposal) == ProposalStatus.PENDING
 
 
@@ -367,14 +368,17 @@ def test_it_confirms_then_rolls_back_with_a_reason(agent, reviewer, soul_history
     confirm = client.get(history(agent), {"rollback": 1}).content.decode()
     assert "Roll SOUL.md back to the content of version 1?" in confirm and 'name="reason"' in confirm
     response = client.post(history(agent), {"action": "rollback", "version": 1, "reason": "too soft"})
-    assert response.status_code == 302 and response.url == history(agent)
-    file = MemoryFile.objects.get(agent=agent, kind="SOUL.md")
-    assert (file.version, file.content) == (3, "You are calm.\nYou are brief.\n")
+    rollback = Proposal.objects.get(source="rollback")
+    assert response.status_code == 302 and response.url == url(rollback)
+    assert (rollback.rollback_to, rollback.proposed_content, rollback.author_user) == (
+        1, "You are calm.\nYou are brief.\n", reviewer)
+    # Nothing is served until a second reviewer approves the rollback.
+    assert MemoryFile.objects.get(agent=agent, kind="SOUL.md").version == 2
 
 
 def test_it_refuses_a_rollback_without_a_reason(agent, reviewer, soul_history):
     response = client_for(reviewer).post(history(agent), {"action": "rollback", "version": 1, "reason": ""})
-    assert response.status_code == 400 and "a reason is required" in response.content.decode()
+    assert response.status_code == 400 and "reason for a rollback is required" in response.content.decode()
     assert MemoryFile.objects.get(agent=agent, kind="SOUL.md").version == 2
 
 
@@ -383,7 +387,7 @@ def test_it_rolls_back_over_htmx_and_swaps_the_timeline(agent, reviewer, soul_hi
                                          **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and body.lstrip().startswith('<section id="timeline"')
-    assert "it is now version 3" in body
+    assert "Another reviewer has to approve it" in body
 
 
 @pytest.mark.parametrize("role, allowed", [(Role.REVIEWER, True), (Role.ADMIN, True), (Role.AUDITOR, False)])
@@ -393,4 +397,4 @@ def test_it_lets_only_reviewers_and_admins_roll_back(agent, soul_history, role, 
     assert ("roll back to v1" in client.get(history(agent)).content.decode()) is allowed
     response = client.post(history(agent), {"action": "rollback", "version": 1, "reason": "r"})
     assert response.status_code == (302 if allowed else 403)
-    assert MemoryFile.objects.get(agent=agent, kind="SOUL.md").version == (3 if allowed else 2)
+    assert Proposal.objects.filter(source="rollback").exists() is allowed

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from memoryhub import errors, staff
+from memoryhub import errors, services
 from memoryhub.models import Agent, Backend, Strategy, WritePolicy
 
 DEFAULT_WORKSPACE = "default"
@@ -26,7 +26,12 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="Display name (default: the slug).")
         parser.add_argument("--description", help="A line about what the agent is for.")
         parser.add_argument("--strategy", choices=Strategy.values, help="Context strategy (default: hybrid_v2).")
-        parser.add_argument("--write-policy", choices=WritePolicy.values, help="Agent write policy (default: direct).")
+        parser.add_argument(
+            "--write-policy",
+            choices=WritePolicy.values,
+            help="Agent write policy (default: the workspace's default, `review` unless changed). `direct` is "
+            "allowed here, at the shell, and recorded in the audit log.",
+        )
         parser.add_argument("--backend", choices=Backend.values, help="Consolidation backend (default: heuristic).")
         parser.add_argument(
             "--update",
@@ -47,16 +52,17 @@ class Command(BaseCommand):
             raise CommandError(exc.detail) from exc
 
     def _create(self, slug: str, options: dict[str, Any]) -> None:
-        workspace, created = staff.ensure_workspace(slug=options["workspace"] or DEFAULT_WORKSPACE)
+        workspace, created = services.ensure_workspace(slug=options["workspace"] or DEFAULT_WORKSPACE)
         if created:
             self.stdout.write(f"Created workspace {workspace.slug}.")
-        agent = staff.create_agent(
+        agent = services.create_agent(
             workspace=workspace,
             slug=slug,
+            actor=services.SYSTEM,
             name=options["name"] or "",
             description=options["description"] or "",
             strategy=options["strategy"] or Strategy.HYBRID_V2,
-            write_policy=options["write_policy"] or WritePolicy.DIRECT,
+            write_policy=options["write_policy"] or None,
             backend=options["backend"] or Backend.HEURISTIC,
         )
         self.stdout.write(
@@ -79,15 +85,17 @@ class Command(BaseCommand):
                 f"Agent {agent.slug} belongs to workspace {agent.workspace.slug}; it cannot be moved to "
                 f"{options['workspace']}."
             )
-        changed = staff.update_agent(
-            agent=agent,
-            name=options["name"],
-            description=options["description"],
-            strategy=options["strategy"],
-            write_policy=options["write_policy"],
-            backend=options["backend"],
+        wanted = {
+            "name": options["name"],
+            "description": options["description"],
+            "strategy": options["strategy"],
+            "write_policy": options["write_policy"],
+            "backend": options["backend"],
+        }
+        update = services.update_agent(
+            agent=agent, settings={k: v for k, v in wanted.items() if v is not None}, actor=services.SYSTEM
         )
-        if changed:
-            self.stdout.write(self.style.SUCCESS(f"Updated agent {agent.slug}: {', '.join(changed)}."))
+        if update.applied:
+            self.stdout.write(self.style.SUCCESS(f"Updated agent {agent.slug}: {', '.join(update.applied)}."))
         else:
             self.stdout.write(f"Agent {agent.slug} already has these settings; nothing changed.")

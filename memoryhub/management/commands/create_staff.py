@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from memoryhub import errors, staff
+from memoryhub import errors, services
 from memoryhub.models import Role
 
 
@@ -36,10 +36,12 @@ class Command(BaseCommand):
 
     def _handle(self, options: dict[str, Any]) -> None:
         password: str | None = options["password"]
-        workspace, ws_created = staff.ensure_workspace(slug=options["workspace"])
+        workspace, ws_created = services.ensure_workspace(slug=options["workspace"])
         if ws_created:
             self.stdout.write(f"Created workspace {workspace.slug}.")
-        user, created = staff.ensure_staff_user(username=options["username"], email=options["email"], password=password)
+        user, created = services.ensure_staff_user(
+            username=options["username"], email=options["email"], password=password
+        )
         if created:
             self.stdout.write(f"Created user {user.username}.")
             if not password:
@@ -50,11 +52,11 @@ class Command(BaseCommand):
                 )
         else:
             if password:
-                staff.set_password(user=user, password=password)
+                services.set_password(user=user, password=password)
                 self.stdout.write(f"Set a new password for {user.username}.")
             if not user.is_active:
                 self.stderr.write(self.style.WARNING(f"User {user.username} is inactive and cannot log in."))
-        membership, changed = staff.set_role(user=user, workspace=workspace, role=options["role"])
+        membership, changed = services.set_role(user=user, workspace=workspace, role=options["role"])
         if changed:
             self.stdout.write(self.style.SUCCESS(f"{user.username} is now {membership.role} in {workspace.slug}."))
         else:

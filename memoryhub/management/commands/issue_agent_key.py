@@ -27,7 +27,7 @@ class Command(BaseCommand):
             raise CommandError(f"There is no agent with the slug {options['slug']!r}.")
         if not agent.is_active:
             raise CommandError(f"Agent {agent.slug} is inactive; a key for it would not authenticate.")
-        key, raw = services.issue_agent_key(agent=agent, name=options["name"])
+        key, raw = services.issue_agent_key(agent=agent, name=options["name"], actor=services.SYSTEM)
         self.stdout.write(raw)
         self.stderr.write(
             f"Issued API key {key.prefix}… for agent {agent.slug}. It is shown only this once: store it now."

@@ -1,13 +1,13 @@
-"""reviews.services: edit-then-approve under four-eyes, rebase of stale proposals."""
+"""memoryhub.services.proposals: revisions under four-eyes, rebase of stale
+proposals, conflict blocks, withdrawal."""
 
 from __future__ import annotations
 
 import pytest
 
 from memoryhub import errors, services
+from memoryhub.merge import has_conflict_markers
 from memoryhub.models import Proposal, ProposalStatus, Role, Source
-from reviews import diffs
-from reviews import services as review_services
 from tests.factories import AgentFactory, staff
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +42,7 @@ def proposal(agent):
 
 def test_it_saves_a_reviewer_edit_as_a_new_proposal_superseding_the_original(proposal, reviewer):
     edited = BASE.replace("likes tea", "likes green tea, no sugar")
-    revision = review_services.edit_and_approve(proposal_id=proposal.pk, reviewer=reviewer, content=edited,
+    revision = services.revise_proposal(proposal_id=proposal.pk, reviewer=reviewer, content=edited,
                                                 comment="added detail")
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.SUPERSEDED and proposal.superseded_by_id == revision.pk
@@ -53,22 +53,22 @@ def test_it_saves_a_reviewer_edit_as_a_new_proposal_superseding_the_original(pro
 
 
 def test_it_keeps_four_eyes_on_an_edit_so_someone_else_approves_it(agent, proposal, reviewer, second_reviewer):
-    revision = review_services.edit_and_approve(proposal_id=proposal.pk, reviewer=reviewer,
+    revision = services.revise_proposal(proposal_id=proposal.pk, reviewer=reviewer,
                                                 content=BASE + "- new\n")
     with pytest.raises(errors.FourEyes):
-        review_services.approve(proposal_id=revision.pk, reviewer=reviewer)
-    review_services.approve(proposal_id=revision.pk, reviewer=second_reviewer)
+        services.approve_proposal(proposal_id=revision.pk, reviewer=reviewer)
+    services.approve_proposal(proposal_id=revision.pk, reviewer=second_reviewer)
     assert services.read_memory(agent=agent, kind="MEMORY.md", user_ref="u1").content == BASE + "- new\n"
 
 
 def test_it_refuses_an_edit_that_changes_nothing_or_comes_from_an_auditor(agent, proposal):
     reviewer = staff(agent.workspace, Role.REVIEWER)
     with pytest.raises(errors.Invalid):
-        review_services.edit_and_approve(proposal_id=proposal.pk, reviewer=reviewer,
+        services.revise_proposal(proposal_id=proposal.pk, reviewer=reviewer,
                                          content=proposal.proposed_content)
     auditor = staff(agent.workspace, Role.AUDITOR)
     with pytest.raises(errors.PermissionDenied):
-        review_services.edit_and_approve(proposal_id=proposal.pk, reviewer=auditor, content="x")
+        services.revise_proposal(proposal_id=proposal.pk, reviewer=auditor, content="x")
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING
 
@@ -78,14 +78,14 @@ def test_it_rebases_a_stale_proposal_with_a_clean_merge(agent, proposal, reviewe
                           content=BASE.replace("works at Acme", "works at Initech"))
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.STALE
-    rebased = review_services.rebase_proposal(proposal_id=proposal.pk, reviewer=reviewer)
+    rebased = services.rebase_proposal(proposal_id=proposal.pk, reviewer=reviewer)
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.SUPERSEDED and proposal.superseded_by_id == rebased.pk
     assert rebased.status == ProposalStatus.PENDING and rebased.base_version == 2
     assert rebased.proposed_content == "# Memory\n- likes green tea\n- lives in Oslo\n- works at Initech\n"
     assert rebased.source == Source.CONSOLIDATION
     # The rebase keeps the original author, so the reviewer who rebased can confirm it.
-    review_services.approve(proposal_id=rebased.pk, reviewer=reviewer)
+    services.approve_proposal(proposal_id=rebased.pk, reviewer=reviewer)
     assert services.read_memory(agent=agent, kind="MEMORY.md", user_ref="u1").version == 3
 
 
@@ -93,19 +93,63 @@ def test_it_marks_conflicts_and_refuses_to_approve_them_until_resolved(agent, pr
                                                                        second_reviewer):
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1",
                           content=BASE.replace("likes tea", "likes coffee"))
-    rebased = review_services.rebase_proposal(proposal_id=proposal.pk, reviewer=reviewer)
-    assert diffs.has_conflict_markers(rebased.proposed_content)
+    rebased = services.rebase_proposal(proposal_id=proposal.pk, reviewer=reviewer)
+    assert has_conflict_markers(rebased.proposed_content)
     assert "conflict" in rebased.rationale[-1]["summary"]
-    with pytest.raises(errors.Invalid, match="merge conflicts"):
-        review_services.approve(proposal_id=rebased.pk, reviewer=reviewer)
-    resolved = review_services.edit_and_approve(
+    with pytest.raises(errors.Conflict, match="merge-conflict blocks"):
+        services.approve_proposal(proposal_id=rebased.pk, reviewer=reviewer)
+    resolved = services.revise_proposal(
         proposal_id=rebased.pk, reviewer=reviewer, content=BASE.replace("likes tea", "likes coffee and green tea")
     )
-    review_services.approve(proposal_id=resolved.pk, reviewer=second_reviewer)
+    assert resolved.revises_id == rebased.pk
+    services.approve_proposal(proposal_id=resolved.pk, reviewer=second_reviewer)
     assert "coffee and green tea" in services.read_memory(agent=agent, kind="MEMORY.md", user_ref="u1").content
 
 
 def test_it_refuses_to_rebase_a_proposal_that_is_not_behind(proposal, reviewer):
     with pytest.raises(errors.Invalid, match="already based on the current version"):
-        review_services.rebase_proposal(proposal_id=proposal.pk, reviewer=reviewer)
+        services.rebase_proposal(proposal_id=proposal.pk, reviewer=reviewer)
     assert Proposal.objects.count() == 1
+
+
+def test_nobody_who_wrote_a_revision_may_approve_it(agent, reviewer, second_reviewer):
+    # An admin's persona edit, revised by a reviewer: neither of them may
+    # approve the revision; a third person may.
+    admin = staff(agent.workspace, Role.ADMIN)
+    original = services.propose_persona_edit(agent=agent, kind="SOUL.md", content="I am Penny.", reason="new",
+                                             actor_user=admin)
+    revision = services.revise_proposal(proposal_id=original.pk, reviewer=reviewer, content="I am Penny, kind.")
+
+    for writer in (admin, reviewer):
+        with pytest.raises(errors.FourEyes):
+            services.approve_proposal(proposal_id=revision.pk, reviewer=writer)
+    services.approve_proposal(proposal_id=revision.pk, reviewer=second_reviewer)
+    assert services.read_memory(agent=agent, kind="SOUL.md").content == "I am Penny, kind."
+
+
+def test_the_author_withdraws_a_proposal_and_nobody_else_can(agent, reviewer, second_reviewer):
+    admin = staff(agent.workspace, Role.ADMIN)
+    proposal = services.propose_persona_edit(agent=agent, kind="SOUL.md", content="I am Penny.", reason="new",
+                                             actor_user=admin)
+    with pytest.raises(errors.PermissionDenied):
+        services.withdraw_proposal(proposal_id=proposal.pk, actor=reviewer)
+    with pytest.raises(errors.FourEyes):
+        services.reject_proposal(proposal_id=proposal.pk, reviewer=admin, comment="changed my mind")
+
+    services.withdraw_proposal(proposal_id=proposal.pk, actor=admin, comment="changed my mind")
+
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.WITHDRAWN
+    with pytest.raises(errors.NotPending):
+        services.approve_proposal(proposal_id=proposal.pk, reviewer=second_reviewer)
+
+
+def test_a_rollback_is_not_rebased(agent, reviewer):
+    for text in ("- one\n", "- two\n"):
+        services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content=text)
+    rollback = services.propose_rollback(agent=agent, kind="MEMORY.md", user_ref="u1", to_version=1,
+                                         actor=reviewer, reason="two is wrong")
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- three\n")
+
+    with pytest.raises(errors.Invalid, match="not rebased"):
+        services.rebase_proposal(proposal_id=rollback.pk, reviewer=reviewer)

@@ -1,0 +1,145 @@
+"""Domain operations: the one way in for the agent REST API, the MCP
+server, the staff REST API, the HTMX views, the management commands, the
+Celery tasks and the tests.
+
+One module per noun; each operation is keyword-only and typed, takes the
+acting principal (a staff user, the agent itself, or SYSTEM for the shell
+and tasks) and checks role, workspace and four-eyes itself. Writes that
+span models run in one transaction with their audit event. Rules live here,
+never in a view, serializer, form, signal or `save()`.
+"""
+
+from __future__ import annotations
+
+from memoryhub.services.access import (
+    ADMIN_ROLES,
+    READ_ROLES,
+    REVIEW_ROLES,
+    SYSTEM,
+    can_review,
+    get_agent_for_user,
+    get_proposal_for_user,
+    is_admin,
+    is_system,
+    require_admin,
+    require_reviewer,
+    require_role,
+    role_in,
+    visible_agents,
+    visible_proposals,
+    workspace_ids_for,
+)
+from memoryhub.services.agents import (
+    AGENT_SETTINGS,
+    POLICY_FIELDS,
+    WORKSPACE_SETTINGS,
+    SettingsUpdate,
+    create_agent,
+    ensure_workspace,
+    update_agent,
+    update_workspace,
+)
+from memoryhub.services.audit import record_event
+from memoryhub.services.changes import (
+    StaleChange,
+    approve_change,
+    get_change_for_user,
+    reject_change,
+    request_release,
+    visible_changes,
+    withdraw_change,
+)
+from memoryhub.services.credentials import (
+    AGENT_KEY_PREFIX,
+    STAFF_TOKEN_PREFIX,
+    agent_for_key,
+    get_agent_key,
+    hash_secret,
+    issue_agent_key,
+    issue_staff_token,
+    revoke_agent_key,
+    revoke_staff_token,
+    touch_last_used,
+    user_for_token,
+)
+from memoryhub.services.limits import (
+    SOFT_LIMIT_CEILING,
+    check_limit,
+    check_safe,
+    compress_warning,
+    usage_line,
+    validate_content,
+    validate_target,
+    validate_text,
+    validate_user_ref,
+)
+from memoryhub.services.memory import (
+    FileView,
+    WriteResult,
+    file_versions,
+    get_file,
+    is_stale,
+    make_diff,
+    read_memory,
+    view_of,
+    withhold_file,
+    write_memory,
+)
+from memoryhub.services.proposals import (
+    approve_proposal,
+    authors_of,
+    propose_change,
+    propose_persona_edit,
+    propose_rollback,
+    rebase_proposal,
+    reject_proposal,
+    revise_proposal,
+    withdraw_proposal,
+)
+from memoryhub.services.sessions import (
+    MAX_LOG_BATCH,
+    MAX_LOG_ENTRY_CHARS,
+    MAX_LOG_REQUEST_CHARS,
+    append_log,
+    end_session,
+    get_session,
+    session_context,
+    start_session,
+)
+from memoryhub.services.staff import (
+    deactivate_user,
+    ensure_staff_user,
+    grant_superuser,
+    remove_role,
+    set_password,
+    set_role,
+)
+from memoryhub.services.tools import (
+    MAX_TOOLS,
+    TOOL_DESCRIPTION_MAX,
+    record_tool_change,
+    register_tool,
+    replace_tools,
+    validate_tool,
+    validate_tools,
+)
+
+__all__ = [
+    "ADMIN_ROLES", "AGENT_KEY_PREFIX", "AGENT_SETTINGS", "MAX_LOG_BATCH", "MAX_LOG_ENTRY_CHARS",
+    "MAX_LOG_REQUEST_CHARS", "MAX_TOOLS", "POLICY_FIELDS", "READ_ROLES", "REVIEW_ROLES", "SOFT_LIMIT_CEILING",
+    "STAFF_TOKEN_PREFIX", "SYSTEM", "TOOL_DESCRIPTION_MAX", "WORKSPACE_SETTINGS", "FileView", "SettingsUpdate",
+    "StaleChange", "WriteResult", "agent_for_key", "append_log", "approve_change", "approve_proposal",
+    "authors_of", "can_review", "check_limit", "check_safe", "compress_warning", "create_agent",
+    "deactivate_user", "end_session", "ensure_staff_user", "ensure_workspace", "file_versions",
+    "get_agent_for_user", "get_agent_key", "get_change_for_user", "get_file", "get_proposal_for_user",
+    "get_session", "grant_superuser", "hash_secret", "is_admin", "is_stale", "is_system", "issue_agent_key",
+    "issue_staff_token", "make_diff", "propose_change", "propose_persona_edit", "propose_rollback",
+    "read_memory", "rebase_proposal", "record_event", "record_tool_change", "register_tool", "reject_change",
+    "reject_proposal", "remove_role", "replace_tools", "request_release", "require_admin", "require_reviewer",
+    "require_role", "revise_proposal", "revoke_agent_key", "revoke_staff_token", "role_in", "session_context",
+    "set_password", "set_role", "start_session", "touch_last_used", "update_agent", "update_workspace",
+    "usage_line", "user_for_token", "validate_content", "validate_target", "validate_text",
+    "validate_tool", "validate_tools", "validate_user_ref", "view_of", "visible_agents", "visible_changes",
+    "visible_proposals", "withdraw_change", "withdraw_proposal", "withhold_file", "workspace_ids_for",
+    "write_memory",
+]

@@ -1,0 +1,130 @@
+"""Who may do what, and scoped lookups.
+
+Every service operation names its acting principal and checks it here:
+a staff user's role in the object's workspace, an agent for its own data,
+or SYSTEM for the operator at the shell (management commands) and Celery
+tasks. Objects a staff user touches are fetched through the scoped helpers
+below, so a query that forgets the workspace cannot be written by accident;
+another workspace's object is a 404, not a 403 (its existence is not
+disclosed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import QuerySet
+
+from memoryhub import errors
+from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Role, Workspace
+
+REVIEW_ROLES = frozenset({Role.REVIEWER, Role.ADMIN})
+ADMIN_ROLES = frozenset({Role.ADMIN})
+READ_ROLES = frozenset({Role.REVIEWER, Role.ADMIN, Role.AUDITOR})
+
+
+class System:
+    """The operator at the shell or a background task: trusted to act without
+    a workspace role (they could reach the database anyway), and recorded as
+    `system` in the audit log. Never passed by a web or API entry point."""
+
+    is_authenticated = False
+    is_active = True
+    pk = None
+
+    def __repr__(self) -> str:
+        return "SYSTEM"
+
+
+SYSTEM = System()
+
+
+def is_system(actor: Any) -> bool:
+    return actor is SYSTEM
+
+
+def user_or_none(actor: Any) -> Any:
+    """The Django user to record for an actor (None for SYSTEM/anonymous)."""
+    return actor if getattr(actor, "is_authenticated", False) else None
+
+
+def role_in(*, user: Any, workspace: Workspace | int) -> str | None:
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return None
+    workspace_id = workspace if isinstance(workspace, int) else workspace.pk
+    return Membership.objects.filter(user=user, workspace_id=workspace_id).values_list("role", flat=True).first()
+
+
+def require_role(*, user: Any, workspace: Workspace | int, roles: Iterable[str], action: str) -> str:
+    """The user's role if it is one of `roles`; SYSTEM passes as "system"."""
+    if is_system(user):
+        return "system"
+    role = role_in(user=user, workspace=workspace)
+    if role is None or role not in roles:
+        raise errors.PermissionDenied(f"Your role in this workspace does not allow you to {action}.")
+    return role
+
+
+def require_reviewer(*, user: Any, workspace: Workspace | int, action: str) -> str:
+    return require_role(user=user, workspace=workspace, roles=REVIEW_ROLES, action=action)
+
+
+def require_admin(*, user: Any, workspace: Workspace | int, action: str) -> str:
+    return require_role(user=user, workspace=workspace, roles=ADMIN_ROLES, action=action)
+
+
+def require_four_eyes(*, decider: Any, requester_id: int | None, what: str) -> None:
+    if requester_id is not None and getattr(decider, "pk", None) == requester_id:
+        raise errors.FourEyes(f"You made this {what}, so someone else has to decide it (four-eyes rule).")
+
+
+def workspace_ids_for(user: Any, roles: Iterable[str] = READ_ROLES) -> list[int]:
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return []
+    return list(Membership.objects.filter(user=user, role__in=list(roles)).values_list("workspace_id", flat=True))
+
+
+def can_review(user: Any, workspace_id: int) -> bool:
+    return role_in(user=user, workspace=workspace_id) in REVIEW_ROLES
+
+
+def is_admin(user: Any, workspace_id: int) -> bool:
+    return role_in(user=user, workspace=workspace_id) in ADMIN_ROLES
+
+
+# --- scoped lookups ---------------------------------------------------------------------
+
+
+def visible_agents(user: Any) -> QuerySet[Agent]:
+    return Agent.objects.filter(workspace_id__in=workspace_ids_for(user)).select_related("workspace")
+
+
+def visible_proposals(user: Any) -> ProposalQuerySet:
+    return Proposal.objects.in_workspaces(workspace_ids_for(user)).select_related(
+        "agent__workspace", "author_user", "author_agent", "decided_by"
+    )
+
+
+def get_agent_for_user(user: Any, slug: str) -> Agent:
+    agent = visible_agents(user).filter(slug=slug).first()
+    if agent is None:
+        raise errors.NotFound(f"There is no agent {slug!r} in your workspaces.")
+    return agent
+
+
+def _int_id(value: Any, what: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError) as exc:
+        raise errors.NotFound(f"There is no such {what}.") from exc
+    if not 1 <= number <= 2**63 - 1:
+        raise errors.NotFound(f"There is no such {what}.")
+    return number
+
+
+def get_proposal_for_user(user: Any, pk: Any) -> Proposal:
+    proposal = visible_proposals(user).filter(pk=_int_id(pk, "proposal")).first()
+    if proposal is None:
+        raise errors.NotFound("There is no such proposal in your workspaces.")
+    return proposal

@@ -1,0 +1,356 @@
+"""Workspaces and agents, and their settings.
+
+Settings that weaken the gate — an agent's write policy to `direct`, higher
+limits or budget, another consolidation backend, a workspace's default
+policy to `direct` — are not applied by one person: they become a pending
+change (services.changes) that a different admin approves. Everything else
+applies at once. The operator at the shell (SYSTEM) applies directly, and
+the audit event says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import transaction
+from django.db.models import F
+
+from memoryhub import errors
+from memoryhub.models import Agent, Backend, Change, ChangeKind, Strategy, Workspace, WritePolicy
+from memoryhub.services.access import is_system, require_admin
+from memoryhub.services.audit import record_event
+from memoryhub.tokens import ENCODING_NAMES
+
+# The context preview must stay readable and the scanner fast; a persona file
+# beyond this is a mistake, whatever the admin typed.
+MAX_FILE_LIMIT = 100_000
+MAX_GATE_HOURS = 24 * 365
+MAX_GATE_SESSIONS = 10_000
+MAX_STALENESS_DAYS = 3650
+MAX_DAILY_BUDGET = Decimal("100000")
+NAME_MAX = 200
+DESCRIPTION_MAX = 2000
+
+
+def _check_slug(value: Any, *, what: str) -> str:
+    if not isinstance(value, str):
+        raise errors.Invalid(f"A {what} slug must be text.", field="slug")
+    value = value.strip()
+    try:
+        validate_slug(value)
+    except ValidationError as exc:
+        raise errors.Invalid(
+            f"{value!r} is not a valid {what} slug: use letters, numbers, hyphens and underscores.", field="slug"
+        ) from exc
+    if len(value) > 64:
+        raise errors.Invalid(f"A {what} slug has at most 64 characters; {value!r} has {len(value)}.", field="slug")
+    return value
+
+
+# --- setting specs ---------------------------------------------------------------------------
+
+
+def _choice(choices: Any, label: str) -> Callable[[Any, str], str]:
+    def clean(value: Any, field: str) -> str:
+        if value not in list(choices):
+            raise errors.Invalid(f"{label} must be one of {', '.join(choices)}; got {value!r}.", field=field)
+        return str(value)
+    return clean
+
+
+def _int(label: str, low: int, high: int) -> Callable[[Any, str], int]:
+    def clean(value: Any, field: str) -> int:
+        if isinstance(value, bool):
+            raise errors.Invalid(f"{label} must be a whole number.", field=field)
+        try:
+            number = int(str(value).strip())
+        except (TypeError, ValueError) as exc:
+            raise errors.Invalid(f"{label} must be a whole number.", field=field) from exc
+        if not low <= number <= high:
+            raise errors.Invalid(f"{label} must be between {low:,} and {high:,}; got {number:,}.", field=field)
+        return number
+    return clean
+
+
+def _text(label: str, max_length: int, required: bool = False) -> Callable[[Any, str], str]:
+    def clean(value: Any, field: str) -> str:
+        if not isinstance(value, str) or len(value) > max_length or "\x00" in value:
+            raise errors.Invalid(f"{label} must be text of at most {max_length:,} characters.", field=field)
+        value = value.strip()
+        if required and not value:
+            raise errors.Invalid(f"{label} is required.", field=field)
+        return value
+    return clean
+
+
+def _budget(value: Any, field: str) -> Decimal:
+    if isinstance(value, bool):
+        raise errors.Invalid("The daily budget must be a number of US dollars.", field=field)
+    try:
+        budget = Decimal(str(value).strip())
+    except InvalidOperation as exc:
+        raise errors.Invalid("The daily budget must be a number of US dollars.", field=field) from exc
+    if not budget.is_finite() or not Decimal(0) <= budget <= MAX_DAILY_BUDGET:
+        raise errors.Invalid(f"The daily budget must be between 0 and {MAX_DAILY_BUDGET} USD.", field=field)
+    return budget.quantize(Decimal("0.0001"))
+
+
+def _never(old: Any, new: Any) -> bool:
+    return False
+
+
+def _raised(old: Any, new: Any) -> bool:
+    return bool(new > old)
+
+
+def _changed(old: Any, new: Any) -> bool:
+    return bool(old != new)
+
+
+def _to_direct(old: Any, new: Any) -> bool:
+    return bool(new == WritePolicy.DIRECT and old != WritePolicy.DIRECT)
+
+
+@dataclass(frozen=True)
+class Setting:
+    field: str
+    clean: Callable[[Any, str], Any]
+    # Whether going from old to new puts a weaker policy into service.
+    weakens: Callable[[Any, Any], bool] = _never
+
+
+AGENT_SETTINGS: dict[str, Setting] = {
+    s.field: s
+    for s in (
+        Setting("name", _text("The name", NAME_MAX, required=True)),
+        Setting("description", _text("The description", DESCRIPTION_MAX)),
+        Setting("strategy", _choice(Strategy.values, "Strategy")),
+        Setting("write_policy", _choice(WritePolicy.values, "Write policy"), _to_direct),
+        Setting("consolidation_backend", _choice(Backend.values, "Backend"), _changed),
+        Setting("token_encoding", _choice(ENCODING_NAMES, "Token encoding")),
+        *(
+            Setting(f"limit_{k}", _int(f"The {k.upper()}.md limit", 1, MAX_FILE_LIMIT), _raised)
+            for k in ("soul", "about", "tools", "user", "memory")
+        ),
+        Setting("gate_hours", _int("Gate hours", 0, MAX_GATE_HOURS)),
+        Setting("gate_sessions", _int("Gate sessions", 0, MAX_GATE_SESSIONS)),
+        Setting("staleness_ttl_days", _int("Staleness TTL", 0, MAX_STALENESS_DAYS)),
+        Setting("daily_budget_usd", _budget, _raised),
+    )
+}
+# API names for agent fields whose model name differs.
+AGENT_ALIASES = {"backend": "consolidation_backend"}
+POLICY_FIELDS = tuple(f for f in AGENT_SETTINGS if f not in ("name", "description"))
+
+WORKSPACE_SETTINGS: dict[str, Setting] = {
+    s.field: s
+    for s in (
+        Setting("name", _text("The workspace name", NAME_MAX, required=True)),
+        Setting("default_write_policy", _choice(WritePolicy.values, "The default write policy"), _to_direct),
+    )
+}
+
+
+def clean_settings(specs: dict[str, Setting], raw: Any, aliases: dict[str, str] | None = None) -> dict[str, Any]:
+    """Typed values for the given fields (a partial update), or an Invalid
+    naming the first bad or unknown one."""
+    if not isinstance(raw, dict):
+        raise errors.Invalid("Send the settings to change as a JSON object.")
+    cleaned: dict[str, Any] = {}
+    for key, value in raw.items():
+        field = (aliases or {}).get(str(key), str(key))
+        spec = specs.get(field)
+        if spec is None:
+            names = ", ".join(sorted(set(specs) | set(aliases or {})))
+            raise errors.Invalid(f"{key!r} is not a setting that can be changed; use {names}.", field=str(key))
+        cleaned[field] = spec.clean(value, key)
+    return cleaned
+
+
+def weakening(specs: dict[str, Setting], before: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    return [field for field, value in wanted.items() if specs[field].weakens(before[field], value)]
+
+
+# --- workspaces ---------------------------------------------------------------------------
+
+
+def ensure_workspace(*, slug: str, name: str = "", actor_user: Any = None) -> tuple[Workspace, bool]:
+    """The workspace with this slug, created (with an audit event) if missing.
+    An existing workspace keeps its name. Shell and Django-admin only."""
+    slug = _check_slug(slug, what="workspace")
+    with transaction.atomic():
+        workspace, created = Workspace.objects.get_or_create(slug=slug, defaults={"name": name or slug})
+        if created:
+            record_event(
+                action="workspace.create",
+                workspace=workspace,
+                actor_user=actor_user,
+                target=workspace,
+                summary=f"Created workspace {slug}",
+                details={"name": workspace.name, "default_write_policy": workspace.default_write_policy},
+            )
+    return workspace, created
+
+
+# --- agents -------------------------------------------------------------------------------------
+
+
+def create_agent(
+    *,
+    workspace: Workspace,
+    slug: Any,
+    actor: Any,
+    name: Any = "",
+    description: Any = "",
+    strategy: Any = Strategy.HYBRID_V2,
+    write_policy: Any = None,
+    backend: Any = Backend.HEURISTIC,
+) -> Agent:
+    """A new agent, under the workspace's default write policy unless told
+    otherwise. Asking for a weaker policy than the default is itself a
+    weakening: an admin is refused and told to request `direct` as a change
+    after creating the agent; the shell may set it, and the audit event says so.
+    Slugs are unique across workspaces (staff API paths name agents by slug
+    alone), so an existing slug is refused, not reused."""
+    require_admin(user=actor, workspace=workspace.pk, action="create agents here")
+    slug = _check_slug(slug, what="agent")
+    default_policy = workspace.default_write_policy
+    wanted = clean_settings(AGENT_SETTINGS, {
+        "name": (name or slug) if isinstance(name, str) else name,
+        "description": description,
+        "strategy": strategy,
+        "write_policy": write_policy or default_policy,
+        "consolidation_backend": backend,
+    })
+    weaker = _to_direct(default_policy, wanted["write_policy"])
+    if weaker and not is_system(actor):
+        raise errors.Invalid(
+            f"New agents in {workspace.slug} start under the `{default_policy}` policy. Create the agent, then "
+            "request `direct` as a change another admin approves.", field="write_policy")
+    with transaction.atomic():
+        existing = Agent.objects.select_related("workspace").filter(slug=slug).first()
+        if existing is not None:
+            raise errors.Invalid(
+                f"An agent with the slug {slug!r} already exists (workspace {existing.workspace.slug}).",
+                field="slug",
+            )
+        agent = Agent.objects.create(workspace=workspace, slug=slug, **wanted)
+        record_event(
+            action="agent.create",
+            agent=agent,
+            actor_user=actor,
+            target=agent,
+            summary=f"Created agent {slug} in {workspace.slug}"
+            + (f" with write policy {wanted['write_policy']} (weaker than the workspace default, set at the shell)"
+               if weaker else ""),
+            details={"strategy": wanted["strategy"], "write_policy": wanted["write_policy"],
+                     "backend": wanted["consolidation_backend"], "workspace_default": default_policy,
+                     "weaker_than_default": weaker},
+        )
+    return agent
+
+
+@dataclass(frozen=True)
+class SettingsUpdate:
+    applied: list[str]
+    change: Change | None = None
+
+
+def _field_changes(before: dict[str, Any], wanted: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {field: {"from": str(before[field]), "to": str(value)} for field, value in wanted.items()}
+
+
+def update_agent(*, agent: Agent, settings: Any, actor: Any, reason: Any = "") -> SettingsUpdate:
+    """Change some of an agent's settings. A request that weakens the gate
+    becomes one pending change (all its fields, decided together); otherwise
+    the fields apply at once. No change, no write and no event."""
+    from memoryhub.services.changes import request_change
+
+    require_admin(user=actor, workspace=agent.workspace_id, action="change agent settings")
+    wanted = clean_settings(AGENT_SETTINGS, settings, AGENT_ALIASES)
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().get(pk=agent.pk)
+        before = {field: getattr(locked, field) for field in wanted}
+        wanted = {field: value for field, value in wanted.items() if before[field] != value}
+        if not wanted:
+            return SettingsUpdate(applied=[])
+        weaker = weakening(AGENT_SETTINGS, before, wanted)
+        if weaker and not is_system(actor):
+            change = request_change(
+                workspace=agent.workspace, agent=locked, kind=ChangeKind.AGENT_SETTINGS, actor=actor,
+                payload={"fields": _field_changes(before, wanted)}, reason=reason,
+                summary=f"Change {', '.join(wanted)} of agent {locked.slug} (weakens: {', '.join(weaker)})",
+            )
+            return SettingsUpdate(applied=[], change=change)
+        apply_agent_settings(agent=locked, wanted=wanted, actor=actor, before=before)
+    for field, value in wanted.items():
+        setattr(agent, field, value)
+    agent.updated_at = locked.updated_at
+    return SettingsUpdate(applied=list(wanted))
+
+
+def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Any, before: dict[str, Any],
+                         change: Change | None = None) -> None:
+    """Set validated fields on a locked agent, with its audit event."""
+    for field, value in wanted.items():
+        setattr(agent, field, value)
+    # updated_at (auto_now) and config_version key the cached contexts.
+    agent.save(update_fields=[*wanted, "updated_at"])
+    Agent.objects.filter(pk=agent.pk).update(config_version=F("config_version") + 1)
+    record_event(
+        action="agent.settings",
+        agent=agent,
+        actor_user=actor,
+        target=agent,
+        summary=f"Changed {', '.join(wanted)} of agent {agent.slug}"
+        + (f" (change #{change.pk})" if change else "")
+        + (" at the shell" if is_system(actor) else ""),
+        details={"fields": _field_changes(before, wanted), "change": change.pk if change else None},
+    )
+
+
+def update_workspace(*, workspace: Workspace, settings: Any, actor: Any, reason: Any = "") -> SettingsUpdate:
+    """Workspace settings, governed like an agent's."""
+    from memoryhub.services.changes import request_change
+
+    require_admin(user=actor, workspace=workspace.pk, action="change workspace settings")
+    wanted = clean_settings(WORKSPACE_SETTINGS, settings)
+    with transaction.atomic():
+        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        before = {field: getattr(locked, field) for field in wanted}
+        wanted = {field: value for field, value in wanted.items() if before[field] != value}
+        if not wanted:
+            return SettingsUpdate(applied=[])
+        weaker = weakening(WORKSPACE_SETTINGS, before, wanted)
+        if weaker and not is_system(actor):
+            change = request_change(
+                workspace=locked, kind=ChangeKind.WORKSPACE_SETTINGS, actor=actor,
+                payload={"fields": _field_changes(before, wanted)}, reason=reason,
+                summary=f"Change {', '.join(wanted)} of workspace {locked.slug} (weakens: {', '.join(weaker)})",
+            )
+            return SettingsUpdate(applied=[], change=change)
+        apply_workspace_settings(workspace=locked, wanted=wanted, actor=actor, before=before)
+    for field, value in wanted.items():
+        setattr(workspace, field, value)
+    return SettingsUpdate(applied=list(wanted))
+
+
+def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, Any], actor: Any, before: dict[str, Any],
+                             change: Change | None = None) -> None:
+    for field, value in wanted.items():
+        setattr(workspace, field, value)
+    workspace.save(update_fields=list(wanted))
+    record_event(
+        action="workspace.settings",
+        workspace=workspace,
+        actor_user=actor,
+        target=workspace,
+        summary=f"Changed {', '.join(wanted)} of workspace {workspace.slug}"
+        + (f" (change #{change.pk})" if change else ""),
+        details={"fields": _field_changes(before, wanted), "change": change.pk if change else None},
+    )

@@ -1,0 +1,253 @@
+"""Governance changes: one person may always take content out of service;
+it takes two to put content, or a weaker policy, into service.
+
+A change is requested by one admin or reviewer and decided by a different
+one. It stores what it would change together with the values it was
+requested against, so a change overtaken by events is refused (409
+`stale_change`) instead of applied over them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub import errors
+from memoryhub.models import Agent, Change, ChangeKind, ChangeQuerySet, ChangeStatus, Workspace
+from memoryhub.services.access import (
+    ADMIN_ROLES,
+    REVIEW_ROLES,
+    _int_id,
+    require_four_eyes,
+    require_role,
+    user_or_none,
+    workspace_ids_for,
+)
+from memoryhub.services.audit import record_event
+from memoryhub.services.limits import validate_target, validate_text
+from memoryhub.services.memory import lock_file, release_file
+
+REASON_MAX = 1000
+COMMENT_MAX = 2000
+# Who may decide each kind. A release puts reviewed content back: any
+# reviewer may decide it; policy and erasure are admin decisions.
+DECIDERS = {
+    ChangeKind.AGENT_SETTINGS: ADMIN_ROLES,
+    ChangeKind.WORKSPACE_SETTINGS: ADMIN_ROLES,
+    ChangeKind.RELEASE: REVIEW_ROLES,
+    ChangeKind.ERASURE: ADMIN_ROLES,
+}
+
+
+class StaleChange(errors.DomainError):
+    code = "stale_change"
+    status = 409
+
+
+def request_change(
+    *,
+    workspace: Workspace,
+    kind: str,
+    actor: Any,
+    payload: dict[str, Any],
+    summary: str,
+    reason: Any = "",
+    agent: Agent | None = None,
+    file_kind: str = "",
+    user_ref: str = "",
+) -> Change:
+    """Record a pending change (the caller checked the requester's role)."""
+    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
+    change = Change.objects.create(
+        workspace=workspace, agent=agent, kind=kind, file_kind=file_kind, user_ref=user_ref, payload=payload,
+        summary=summary[:500], reason=reason, requested_by=user_or_none(actor),
+    )
+    record_event(
+        action="change.request",
+        workspace=workspace,
+        agent=agent,
+        actor_user=actor,
+        user_ref=user_ref,
+        target=change,
+        summary=f"Requested change #{change.pk}: {change.summary}",
+        details={"kind": kind, "payload": payload, "reason": reason},
+    )
+    return change
+
+
+def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Any, reason: Any) -> Change:
+    """Ask to serve a withheld file again: a change another reviewer approves."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    require_role(user=actor, workspace=agent.workspace_id, roles=REVIEW_ROLES, action="release withheld files")
+    reason = validate_text(reason, field="reason", label="The reason for a release", max_length=REASON_MAX,
+                           required=True)
+    with transaction.atomic():
+        file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
+        if file is None or not file.is_withheld:
+            raise errors.Invalid(f"{kind} is not withheld, so there is nothing to release.")
+        existing = Change.objects.pending().filter(kind=ChangeKind.RELEASE, agent=agent, file_kind=kind,
+                                                   user_ref=user_ref).first()
+        if existing is not None:
+            raise errors.Invalid(f"A release of {kind} is already waiting for a decision (change #{existing.pk}).",
+                                 change=existing.pk)
+        return request_change(
+            workspace=agent.workspace, agent=agent, kind=ChangeKind.RELEASE, actor=actor, file_kind=kind,
+            user_ref=user_ref, payload={"version": file.version}, reason=reason,
+            summary=f"Serve {kind} v{file.version} of {agent.slug} again" + (f" for {user_ref}" if user_ref else ""),
+        )
+
+
+# --- lookups --------------------------------------------------------------------------------
+
+
+def visible_changes(user: Any) -> ChangeQuerySet:
+    return Change.objects.in_workspaces(workspace_ids_for(user)).select_related(
+        "workspace", "agent", "requested_by", "decided_by"
+    )
+
+
+def get_change_for_user(user: Any, pk: Any) -> Change:
+    change = visible_changes(user).filter(pk=_int_id(pk, "change")).first()
+    if change is None:
+        raise errors.NotFound("There is no such change in your workspaces.")
+    return change
+
+
+# --- decisions ----------------------------------------------------------------------------------
+
+
+def _lock(change_id: Any) -> Change:
+    change = (
+        Change.objects.select_for_update(of=("self",)).select_related("workspace", "agent")
+        .filter(pk=_int_id(change_id, "change")).first()
+    )
+    if change is None:
+        raise errors.NotFound("There is no such change.")
+    return change
+
+
+def _decide(change: Change, *, status: str, actor: Any, comment: str, result: dict[str, Any] | None = None) -> None:
+    change.status = status
+    change.decided_by = user_or_none(actor)
+    change.decided_at = timezone.now()
+    change.decision_comment = comment
+    change.result = result or {}
+    change.save(update_fields=["status", "decided_by", "decided_at", "decision_comment", "result", "payload",
+                               "user_ref"])
+
+
+def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
+    """Apply a pending change, decided by someone other than its requester."""
+    comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
+    with transaction.atomic():
+        change = _lock(change_id)
+        require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
+                     action=f"approve {change.get_kind_display().lower()} changes")
+        require_four_eyes(decider=actor, requester_id=change.requested_by_id, what="change")
+        if not change.is_pending:
+            raise errors.NotPending(f"This change is already {change.status}; there is nothing to approve.")
+        result = _apply(change, actor=actor)
+        _decide(change, status=ChangeStatus.APPROVED, actor=actor, comment=comment, result=result)
+        record_event(
+            action="change.approve",
+            workspace=change.workspace,
+            agent=change.agent,
+            actor_user=actor,
+            user_ref=change.user_ref,
+            target=change,
+            summary=f"Approved change #{change.pk}: {change.summary}",
+            details={"kind": change.kind, "comment": comment, "result": result},
+        )
+    return change
+
+
+def _apply(change: Change, *, actor: Any) -> dict[str, Any]:
+    from memoryhub.services.agents import (
+        AGENT_SETTINGS,
+        WORKSPACE_SETTINGS,
+        apply_agent_settings,
+        apply_workspace_settings,
+    )
+
+    if change.kind == ChangeKind.AGENT_SETTINGS:
+        assert change.agent is not None
+        agent = Agent.objects.select_for_update().get(pk=change.agent.pk)
+        wanted, before = _current_matches(change, agent, AGENT_SETTINGS)
+        apply_agent_settings(agent=agent, wanted=wanted, actor=actor, before=before, change=change)
+        return {"applied": list(wanted)}
+    if change.kind == ChangeKind.WORKSPACE_SETTINGS:
+        workspace = Workspace.objects.select_for_update().get(pk=change.workspace_id)
+        wanted, before = _current_matches(change, workspace, WORKSPACE_SETTINGS)
+        apply_workspace_settings(workspace=workspace, wanted=wanted, actor=actor, before=before, change=change)
+        return {"applied": list(wanted)}
+    if change.kind == ChangeKind.RELEASE:
+        assert change.agent is not None
+        file = lock_file(agent=change.agent, kind=change.file_kind, user_ref=change.user_ref)
+        version = int(change.payload.get("version", 0))
+        if file is None or not release_file(file=file, version=version):
+            raise StaleChange(f"{change.file_kind} v{version} is no longer withheld; nothing to release.")
+        record_event(
+            action="file.release",
+            agent=change.agent,
+            actor_user=actor,
+            user_ref=change.user_ref,
+            target=file,
+            summary=f"Released {change.file_kind} v{version} of {change.agent.slug}: served again (change "
+            f"#{change.pk})",
+            details={"kind": change.file_kind, "version": version, "change": change.pk},
+        )
+        return {"released_version": version}
+    raise errors.Invalid(f"Unknown change kind {change.kind!r}.")
+
+
+def _current_matches(change: Change, obj: Any, specs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The requested values, if every field still holds the value the
+    request was made against; else StaleChange."""
+    fields: dict[str, dict[str, str]] = change.payload.get("fields", {})
+    before = {field: getattr(obj, field) for field in fields}
+    moved = [field for field, values in fields.items() if str(before[field]) != values["from"]]
+    if moved:
+        raise StaleChange(
+            f"{', '.join(moved)} changed after this change was requested; reject it and request it again.",
+            fields=moved,
+        )
+    wanted = {field: specs[field].clean(values["to"], field) for field, values in fields.items()}
+    return wanted, before
+
+
+def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
+    comment = validate_text(comment, field="comment", label="A comment saying why you reject this change",
+                            max_length=COMMENT_MAX, required=True)
+    with transaction.atomic():
+        change = _lock(change_id)
+        require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
+                     action=f"reject {change.get_kind_display().lower()} changes")
+        if change.requested_by_id is not None and change.requested_by_id == getattr(actor, "pk", None):
+            raise errors.FourEyes("You requested this change; withdraw it instead of rejecting it.")
+        if not change.is_pending:
+            raise errors.NotPending(f"This change is already {change.status}; there is nothing to reject.")
+        _decide(change, status=ChangeStatus.REJECTED, actor=actor, comment=comment)
+        record_event(
+            action="change.reject", workspace=change.workspace, agent=change.agent, actor_user=actor,
+            user_ref=change.user_ref, target=change, summary=f"Rejected change #{change.pk}: {change.summary}",
+            details={"kind": change.kind, "comment": comment},
+        )
+    return change
+
+
+def withdraw_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
+    comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
+    with transaction.atomic():
+        change = _lock(change_id)
+        if change.requested_by_id is None or change.requested_by_id != getattr(actor, "pk", None):
+            raise errors.PermissionDenied("Only the person who requested a change can withdraw it.")
+        if not change.is_pending:
+            raise errors.NotPending(f"This change is already {change.status}; there is nothing to withdraw.")
+        _decide(change, status=ChangeStatus.WITHDRAWN, actor=actor, comment=comment)
+        record_event(
+            action="change.withdraw", workspace=change.workspace, agent=change.agent, actor_user=actor,
+            user_ref=change.user_ref, target=change, summary=f"Withdrew change #{change.pk}: {change.summary}",
+        )
+    return change

@@ -1,0 +1,292 @@
+"""Memory files: reading, the agents' write tool, applying a version, and
+taking a version out of service.
+
+A file's served content lives in MemoryFile; every applied change is one
+immutable history row. Rules (scope, limits, scanner, write policy,
+compare-and-swap) are checked here for every caller.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memoryhub import errors
+from memoryhub.models import Agent, MemoryFile, Proposal, ProposalStatus, Source, WritePolicy, limit_kind_of, scope_of
+from memoryhub.services.access import require_reviewer, user_or_none
+from memoryhub.services.audit import record_event
+from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target, validate_text
+
+REASON_MAX = 1000
+
+
+def make_diff(*, kind: str, old: str, new: str, old_label: str, new_label: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"{kind} {old_label}",
+        tofile=f"{kind} {new_label}",
+    )
+    # A last line without a newline would glue onto the next diff header.
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+# --- reading ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileView:
+    kind: str
+    scope: str
+    exists: bool
+    content: str
+    version: int
+    chars: int
+    limit: int
+    limit_kind: str
+    updated_at: Any
+    stale: bool
+    withheld: bool = False
+
+
+def get_file(*, agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
+    return MemoryFile.objects.filter(agent=agent, kind=kind, user_ref=user_ref).first()
+
+
+def is_stale(*, agent: Agent, file: MemoryFile | None, now: Any = None) -> bool:
+    if file is None or not file.exists or agent.staleness_ttl_days == 0:
+        return False
+    now = now or timezone.now()
+    return bool(file.updated_at < now - timedelta(days=agent.staleness_ttl_days))
+
+
+def view_of(*, agent: Agent, kind: str, file: MemoryFile | None) -> FileView:
+    content = file.content if file else ""
+    return FileView(
+        kind=kind,
+        scope=scope_of(kind),
+        exists=bool(content),
+        content=content,
+        version=file.version if file else 0,
+        chars=len(content),
+        limit=agent.limit_for(kind),
+        limit_kind=limit_kind_of(kind),
+        updated_at=file.updated_at if file else None,
+        stale=is_stale(agent=agent, file=file),
+        withheld=bool(file and file.is_withheld),
+    )
+
+
+def read_memory(*, agent: Agent, kind: str, user_ref: str | None = None) -> FileView:
+    """The agent's read tool: its own file, or its user's. The stored text;
+    callers that hand it to a model serve it through context.serve_file."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    return view_of(agent=agent, kind=kind, file=get_file(agent=agent, kind=kind, user_ref=user_ref))
+
+
+def file_versions(*, agent: Agent, kind: str, user_ref: str | None = None) -> list[Any]:
+    """Every version of one file, oldest first, as history rows."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    file = get_file(agent=agent, kind=kind, user_ref=user_ref)
+    if file is None:
+        return []
+    return list(
+        MemoryFile.history.filter(id=file.pk)
+        .select_related("history_user", "actor_agent", "approved_by", "proposal")
+        .order_by("version", "history_id")
+    )
+
+
+def version_row(*, file: MemoryFile, version: int) -> Any:
+    return MemoryFile.history.filter(id=file.pk, version=version).order_by("-history_id").first()
+
+
+# --- writing ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    applied: bool
+    version: int
+    chars: int
+    warning: str | None = None
+    proposal: Proposal | None = None
+    file: MemoryFile | None = None
+
+
+def lock_file(*, agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
+    """The file row, locked until the transaction ends: every state change
+    of one file (write, approve, rollback, withhold) serialises on it."""
+    return MemoryFile.objects.select_for_update(of=("self",)).filter(
+        agent=agent, kind=kind, user_ref=user_ref
+    ).first()
+
+
+def apply_version(
+    *,
+    agent: Agent,
+    kind: str,
+    user_ref: str,
+    file: MemoryFile | None,
+    content: str,
+    source: str,
+    reason: str,
+    actor_user: Any = None,
+    actor_agent: Agent | None = None,
+    approved_by: Any = None,
+    proposal: Proposal | None = None,
+) -> MemoryFile:
+    """Save one new version (the caller holds the row lock and has checked
+    the rules). Pending proposals made from an older version turn stale."""
+    now = timezone.now()
+    if file is None:
+        file = MemoryFile(agent=agent, kind=kind, user_ref=user_ref, content=content, version=1)
+    else:
+        file.content = content
+        file.version += 1
+    file.updated_at = now
+    file._history_user = user_or_none(actor_user)  # type: ignore[attr-defined]
+    file._change_reason = reason[:100] if reason else ""  # type: ignore[attr-defined]
+    file._history_source = source  # type: ignore[attr-defined]
+    file._history_actor_agent = actor_agent  # type: ignore[attr-defined]
+    file._history_proposal = proposal  # type: ignore[attr-defined]
+    file._history_approved_by = user_or_none(approved_by)  # type: ignore[attr-defined]
+    try:
+        # A savepoint so that losing the race to create the first version
+        # surfaces as a version conflict, not a broken transaction.
+        with transaction.atomic():
+            file.save()
+    except IntegrityError as exc:
+        raise errors.VersionConflict(
+            f"{kind} was written by someone else at the same moment; read it again and retry.",
+            current_version=1,
+        ) from exc
+    stale = Proposal.objects.pending().for_file(agent, kind, user_ref).exclude(base_version=file.version)
+    if proposal is not None:
+        stale = stale.exclude(pk=proposal.pk)
+    stale.update(status=ProposalStatus.STALE)
+    return file
+
+
+def write_memory(
+    *,
+    agent: Agent,
+    kind: str,
+    user_ref: str | None = None,
+    content: Any,
+    reason: str = "",
+    expected_version: int | None = None,
+) -> WriteResult:
+    """The agent's memory write tool (the agent is the acting principal).
+    Applies at once under the `direct` policy, becomes a proposal under
+    `review` — and always while the file is withheld, so an agent cannot put
+    withheld content back by writing it again. Nothing is stored when a rule
+    refuses the write."""
+    from memoryhub.services.proposals import create_proposal
+
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    content = validate_content(content)
+    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
+    warning = check_limit(agent=agent, kind=kind, content=content)
+    check_safe(content)
+
+    with transaction.atomic():
+        file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
+        current = file.version if file else 0
+        if expected_version is not None and expected_version != current:
+            raise errors.VersionConflict(
+                f"{kind} is at version {current}, not {expected_version}; read it again and retry.",
+                current_version=current,
+            )
+        if (file.content if file else "") == content:
+            # A write that changes nothing would still cost a history row or
+            # a reviewer's time on an empty diff.
+            return WriteResult(applied=True, version=current, chars=len(content), warning=warning, file=file)
+        if agent.write_policy != WritePolicy.DIRECT or (file is not None and file.is_withheld):
+            proposal = create_proposal(
+                agent=agent,
+                kind=kind,
+                user_ref=user_ref,
+                content=content,
+                base_content=file.content if file else "",
+                base_version=current,
+                source=Source.AGENT,
+                reason=reason,
+                rationale=[{"kind": "edit", "summary": f"Agent rewrote {kind}", "reason": reason, "evidence": []}],
+                author_agent=agent,
+                scanned=True,
+            )
+            return WriteResult(applied=False, version=current, chars=len(content), warning=warning, proposal=proposal)
+        file = apply_version(
+            agent=agent,
+            kind=kind,
+            user_ref=user_ref,
+            file=file,
+            content=content,
+            source=Source.AGENT,
+            reason=reason,
+            actor_agent=agent,
+        )
+        record_event(
+            action="memory.write",
+            agent=agent,
+            actor_agent=agent,
+            user_ref=user_ref,
+            target=file,
+            summary=f"{agent.slug} wrote {kind} v{file.version}" + (" (now absent)" if not content else ""),
+            details={"kind": kind, "version": file.version, "chars": len(content), "reason": reason},
+        )
+    return WriteResult(applied=True, version=file.version, chars=len(content), warning=warning, file=file)
+
+
+# --- taking content out of service ---------------------------------------------------------
+
+
+def withhold_file(
+    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Any, reason: Any
+) -> MemoryFile:
+    """One reviewer takes a file's current version out of service at once:
+    fresh contexts, the memory read tool and every open session's frozen
+    snapshot serve [WITHHELD] instead. Putting it back takes two people (a
+    release change or a rollback proposal). Withholding a withheld file
+    changes nothing."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    require_reviewer(user=actor, workspace=agent.workspace_id, action="withhold memory files")
+    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX, required=True)
+    with transaction.atomic():
+        file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
+        if file is None or not file.exists:
+            raise errors.NotFound(f"{kind} has no served content, so there is nothing to withhold.")
+        if file.is_withheld:
+            return file
+        now = timezone.now()
+        MemoryFile.objects.filter(pk=file.pk).update(
+            withheld_version=file.version, withheld_at=now, withheld_by=user_or_none(actor), withheld_reason=reason
+        )
+        file.withheld_version, file.withheld_at, file.withheld_reason = file.version, now, reason
+        file.withheld_by = user_or_none(actor)
+        record_event(
+            action="file.withhold",
+            agent=agent,
+            actor_user=actor,
+            user_ref=user_ref,
+            target=file,
+            summary=f"Withheld {kind} v{file.version} of {agent.slug}: no longer served",
+            details={"kind": kind, "version": file.version, "reason": reason},
+        )
+    return file
+
+
+def release_file(*, file: MemoryFile, version: int) -> bool:
+    """Serve a withheld version again (called when a release change is
+    approved; the change holds the rules). False if it is no longer withheld."""
+    return bool(
+        MemoryFile.objects.filter(pk=file.pk, withheld_version=version).update(
+            withheld_version=None, withheld_at=None, withheld_by=None, withheld_reason=""
+        )
+    )

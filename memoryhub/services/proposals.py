@@ -1,0 +1,506 @@
+"""Proposals: pending changes to one memory file, and every decision on them.
+
+Whatever made a proposal (an agent under `review`, an admin's persona edit,
+dreaming, a reviewer's edit or rebase, a rollback), the same rules decide
+it here: the reviewer role in the agent's workspace, four-eyes (nobody who
+wrote any revision of a proposal approves it), no unresolved conflict
+blocks, compare-and-swap on the base version (otherwise the proposal turns
+stale), and the limits and scanner as they stand at decision time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub import errors, merge
+from memoryhub.models import AGENT_SCOPED, Agent, Proposal, ProposalStatus, Source
+from memoryhub.services.access import (
+    REVIEW_ROLES,
+    require_admin,
+    require_reviewer,
+    require_role,
+    user_or_none,
+)
+from memoryhub.services.audit import record_event
+from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target, validate_text
+from memoryhub.services.memory import apply_version, get_file, lock_file, make_diff, version_row
+
+COMMENT_MAX = 2000
+REASON_MAX = 1000
+# A revision chain longer than this is a bug, not a review.
+_MAX_REVISIONS = 100
+
+
+def create_proposal(
+    *,
+    agent: Agent,
+    kind: str,
+    user_ref: str,
+    content: str,
+    base_content: str,
+    base_version: int,
+    source: str,
+    reason: str,
+    rationale: list[dict[str, Any]],
+    author_user: Any = None,
+    author_agent: Agent | None = None,
+    revises: Proposal | None = None,
+    rollback_to: int | None = None,
+    scanned: bool = False,
+) -> Proposal:
+    """Insert a pending proposal (the caller validated it and holds the file
+    lock). `scanned` says the caller already ran the scanner on `content`."""
+    if not scanned:
+        check_safe(content)
+    proposal = Proposal.objects.create(
+        agent=agent,
+        user_ref=user_ref,
+        kind=kind,
+        base_version=base_version,
+        base_content=base_content,
+        proposed_content=content,
+        diff=make_diff(kind=kind, old=base_content, new=content, old_label=f"v{base_version}", new_label="proposed"),
+        rationale=rationale,
+        reason=reason,
+        source=source,
+        author_user=user_or_none(author_user),
+        author_agent=author_agent,
+        revises=revises,
+        rollback_to=rollback_to,
+    )
+    if source == Source.CONSOLIDATION:
+        # One live consolidation proposal per file: the newer run has seen
+        # more evidence, so the older one is kept but marked superseded.
+        Proposal.objects.pending().for_file(agent, kind, user_ref).filter(source=Source.CONSOLIDATION).exclude(
+            pk=proposal.pk
+        ).update(status=ProposalStatus.SUPERSEDED, superseded_by=proposal)
+    record_event(
+        action="proposal.create",
+        agent=agent,
+        actor_user=author_user,
+        actor_agent=author_agent,
+        user_ref=user_ref,
+        target=proposal,
+        summary=f"{source} proposed a change to {kind} (from v{base_version})",
+        details={"kind": kind, "base_version": base_version, "source": source, "reason": reason},
+    )
+    return proposal
+
+
+def propose_change(
+    *,
+    agent: Agent,
+    kind: str,
+    user_ref: str | None = None,
+    content: Any,
+    source: str,
+    reason: str = "",
+    rationale: list[dict[str, Any]] | None = None,
+    author_user: Any = None,
+    author_agent: Agent | None = None,
+    base_version: int | None = None,
+    revises: Proposal | None = None,
+) -> Proposal:
+    """Record a pending change for a reviewer to decide. Consolidation runs
+    (no author: the system), reviewers' revisions and rebases come through
+    here; a staff author needs the reviewer or admin role."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    content = validate_content(content)
+    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
+    if author_user is not None:
+        require_role(user=author_user, workspace=agent.workspace_id, roles=REVIEW_ROLES,
+                     action="propose memory changes")
+    check_limit(agent=agent, kind=kind, content=content)
+    check_safe(content)
+    with transaction.atomic():
+        file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
+        current = file.version if file else 0
+        if base_version is not None and base_version != current:
+            raise errors.VersionConflict(
+                f"{kind} moved on to version {current} since version {base_version} was read.",
+                current_version=current,
+            )
+        if (file.content if file else "") == content:
+            raise errors.Invalid(f"The proposed content is identical to the current {kind}; nothing to review.")
+        return create_proposal(
+            agent=agent,
+            kind=kind,
+            user_ref=user_ref,
+            content=content,
+            base_content=file.content if file else "",
+            base_version=current,
+            source=source,
+            reason=reason,
+            rationale=rationale or [{"kind": "edit", "summary": f"Edit {kind}", "reason": reason, "evidence": []}],
+            author_user=author_user,
+            author_agent=author_agent,
+            revises=revises,
+            scanned=True,
+        )
+
+
+def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Any) -> Proposal:
+    """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
+    proposal that another reviewer approves (four-eyes lives in approve)."""
+    require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
+    if kind not in AGENT_SCOPED:
+        raise errors.Invalid(f"{kind} is not a persona file; only SOUL.md, ABOUT.md and TOOLS.md are edited here.",
+                             field="kind")
+    if isinstance(content, str):
+        # Browsers submit textarea line breaks as CRLF; limits count what a reader sees.
+        content = content.replace("\r\n", "\n")
+    return propose_change(agent=agent, kind=kind, content=content, source=Source.ADMIN, author_user=actor_user,
+                          reason=reason)
+
+
+def propose_rollback(
+    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: Any, actor: Any, reason: Any
+) -> Proposal:
+    """Serving an earlier version again is a proposal (source `rollback`)
+    that another reviewer approves; approving it creates a new version with
+    that content and takes the undone versions out of every open session."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    require_reviewer(user=actor, workspace=agent.workspace_id, action="roll back memory files")
+    reason = validate_text(reason, field="reason", label="The reason for a rollback", max_length=REASON_MAX,
+                           required=True)
+    if isinstance(to_version, bool) or not isinstance(to_version, int):
+        raise errors.Invalid("version must be a whole number.", field="version")
+    with transaction.atomic():
+        file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
+        if file is None:
+            raise errors.NotFound(f"{kind} has never been written, so there is nothing to roll back.")
+        if not 1 <= to_version <= file.version:
+            raise errors.Invalid(
+                f"{kind} has versions 1 to {file.version}; version {to_version} does not exist.", field="version"
+            )
+        if to_version == file.version:
+            raise errors.Invalid(f"Version {to_version} is already the current version of {kind}.", field="version")
+        old = version_row(file=file, version=to_version)
+        if old is None:
+            raise errors.NotFound(f"Version {to_version} of {kind} is missing from the history.")
+        if old.content == file.content:
+            raise errors.Invalid(
+                f"Version {to_version} has the same content as the current version {file.version}; "
+                "withhold the file instead if it must not be served.", field="version"
+            )
+        # The old content meets today's limits and today's scanner, or it stays history.
+        check_limit(agent=agent, kind=kind, content=old.content)
+        check_safe(old.content)
+        return create_proposal(
+            agent=agent,
+            kind=kind,
+            user_ref=user_ref,
+            content=old.content,
+            base_content=file.content,
+            base_version=file.version,
+            source=Source.ROLLBACK,
+            reason=reason,
+            rationale=[{"kind": "rollback", "summary": f"Roll {kind} back to the content of v{to_version}",
+                        "reason": reason, "evidence": []}],
+            author_user=actor,
+            rollback_to=to_version,
+            scanned=True,
+        )
+
+
+# --- decisions ----------------------------------------------------------------------------
+
+
+def _lock_proposal(proposal_id: Any) -> Proposal:
+    try:
+        proposal = (
+            Proposal.objects.select_for_update(of=("self",)).select_related("agent__workspace").get(pk=proposal_id)
+        )
+    except (Proposal.DoesNotExist, ValueError, TypeError) as exc:
+        raise errors.NotFound("There is no such proposal.") from exc
+    return proposal
+
+
+def authors_of(proposal: Proposal) -> set[int]:
+    """Every staff user who wrote a revision of this proposal (an edit's
+    author and the author of what it edits): none of them may approve it."""
+    authors: set[int] = set()
+    current: Proposal | None = proposal
+    for _ in range(_MAX_REVISIONS):
+        if current is None:
+            break
+        if current.author_user_id is not None:
+            authors.add(current.author_user_id)
+        current = current.revises if current.revises_id else None
+    return authors
+
+
+def check_decider(*, proposal: Proposal, reviewer: Any, action: str) -> None:
+    require_reviewer(user=reviewer, workspace=proposal.agent.workspace_id, action=action)
+    if getattr(reviewer, "pk", None) in authors_of(proposal):
+        raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else has to decide it "
+                              "(four-eyes rule).")
+
+
+def stale_error(*, current_version: int) -> errors.StaleProposal:
+    return errors.StaleProposal(
+        "The file changed after this proposal was made, so approving it would overwrite that change. "
+        "Rebase the proposal onto the current version or reject it.",
+        current_version=current_version,
+    )
+
+
+def current_version_of(proposal: Proposal) -> int:
+    file = get_file(agent=proposal.agent, kind=proposal.kind, user_ref=proposal.user_ref)
+    return file.version if file else 0
+
+
+def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "") -> Proposal:
+    """Apply a pending proposal as a new version, in one transaction, only if
+    the file is still at the proposal's base version; otherwise mark it stale
+    (that mark commits) and raise StaleProposal."""
+    comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
+    with transaction.atomic():
+        proposal = _lock_proposal(proposal_id)
+        check_decider(proposal=proposal, reviewer=reviewer, action="approve proposals")
+        if proposal.status == ProposalStatus.STALE:
+            stale = stale_error(current_version=current_version_of(proposal))
+        elif not proposal.is_pending:
+            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to approve.")
+        elif merge.has_conflict_markers(proposal.proposed_content):
+            raise errors.Conflict(
+                "This proposal still contains merge-conflict blocks. Edit it to resolve them before it can be "
+                "approved; conflict markers must never reach an agent."
+            )
+        else:
+            applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment)
+            if applied is None:
+                return proposal
+            stale = applied
+    # Raised outside the transaction so the stale mark and its audit event stay.
+    raise stale
+
+
+def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> errors.StaleProposal | None:
+    agent = proposal.agent
+    file = lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
+    current = file.version if file else 0
+    if current != proposal.base_version:
+        proposal.mark_stale()
+        record_event(
+            action="proposal.stale",
+            agent=agent,
+            actor_user=reviewer,
+            user_ref=proposal.user_ref,
+            target=proposal,
+            summary=f"Proposal #{proposal.pk} is stale: {proposal.kind} is at v{current}, not v{proposal.base_version}",
+            details={"base_version": proposal.base_version, "current_version": current},
+        )
+        return stale_error(current_version=current)
+    # Rules may have tightened since the proposal was made.
+    check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
+    check_safe(proposal.proposed_content)
+    undone: list[int] = []
+    if file is not None and proposal.source == Source.ROLLBACK and proposal.rollback_to is not None:
+        # Every version after the target is undone: open sessions that froze
+        # one of them get the restored content from their next request on.
+        undone = list(range(proposal.rollback_to + 1, file.version + 1))
+        file.revoked_versions = sorted(set(file.revoked_versions or []) | set(undone))
+        file.withheld_version = None
+        file.withheld_at = None
+        file.withheld_by = None
+        file.withheld_reason = ""
+    file = apply_version(
+        agent=agent,
+        kind=proposal.kind,
+        user_ref=proposal.user_ref,
+        file=file,
+        content=proposal.proposed_content,
+        source=proposal.source,
+        reason=comment or proposal.reason or f"Approved proposal #{proposal.pk}",
+        actor_user=proposal.author_user,
+        actor_agent=proposal.author_agent,
+        approved_by=reviewer,
+        proposal=proposal,
+    )
+    proposal.status = ProposalStatus.APPROVED
+    proposal.decided_by = reviewer
+    proposal.decided_at = timezone.now()
+    proposal.decision_comment = comment
+    proposal.applied_version = file.version
+    proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment", "applied_version"])
+    details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source}
+    if undone:
+        details.update(rollback_to=proposal.rollback_to, undone_versions=undone)
+    record_event(
+        action="proposal.approve",
+        agent=agent,
+        actor_user=reviewer,
+        user_ref=proposal.user_ref,
+        target=proposal,
+        summary=f"Approved proposal #{proposal.pk}: {proposal.kind} is now v{file.version}"
+        + (f" (the content of v{proposal.rollback_to})" if undone else ""),
+        details=details,
+    )
+    return None
+
+
+def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any) -> Proposal:
+    comment = validate_text(comment, field="comment", label="A comment saying why you reject this proposal",
+                            max_length=COMMENT_MAX, required=True)
+    with transaction.atomic():
+        proposal = _lock_proposal(proposal_id)
+        check_decider(proposal=proposal, reviewer=reviewer, action="reject proposals")
+        if not proposal.is_open:
+            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
+        proposal.status = ProposalStatus.REJECTED
+        proposal.decided_by = reviewer
+        proposal.decided_at = timezone.now()
+        proposal.decision_comment = comment
+        proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        record_event(
+            action="proposal.reject",
+            agent=proposal.agent,
+            actor_user=reviewer,
+            user_ref=proposal.user_ref,
+            target=proposal,
+            summary=f"Rejected proposal #{proposal.pk} for {proposal.kind}",
+            details={"comment": comment, "source": proposal.source},
+        )
+    return proposal
+
+
+def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Proposal:
+    """The author takes back their own open proposal (what they see instead
+    of Approve/Reject). Nothing served changes."""
+    comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
+    with transaction.atomic():
+        proposal = _lock_proposal(proposal_id)
+        require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="withdraw proposals")
+        if proposal.author_user_id is None or proposal.author_user_id != getattr(actor, "pk", None):
+            raise errors.PermissionDenied("Only the person who made a proposal can withdraw it; reject it instead.")
+        if not proposal.is_open:
+            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to withdraw.")
+        proposal.status = ProposalStatus.WITHDRAWN
+        proposal.decided_by = actor
+        proposal.decided_at = timezone.now()
+        proposal.decision_comment = comment
+        proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        record_event(
+            action="proposal.withdraw",
+            agent=proposal.agent,
+            actor_user=actor,
+            user_ref=proposal.user_ref,
+            target=proposal,
+            summary=f"Withdrew proposal #{proposal.pk} for {proposal.kind}",
+            details={"comment": comment},
+        )
+    return proposal
+
+
+def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: Any = "") -> Proposal:
+    """A reviewer's edit of a pending proposal, as a new pending proposal
+    that someone who wrote neither version approves."""
+    content = validate_content(content)
+    # Browsers send textarea content with CRLF line ends.
+    content = content.replace("\r\n", "\n")
+    comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
+    with transaction.atomic():
+        original = _lock_proposal(proposal_id)
+        require_reviewer(user=reviewer, workspace=original.agent.workspace_id, action="edit proposals")
+        if original.status == ProposalStatus.STALE:
+            raise errors.StaleProposal(
+                "The file changed after this proposal was made. Rebase it onto the current version first, "
+                "then edit the rebased proposal."
+            )
+        if not original.is_pending:
+            raise errors.NotPending(f"This proposal is already {original.status}; there is nothing to edit.")
+        if content == original.proposed_content:
+            raise errors.Invalid("Your edit changes nothing; approve or reject the proposal as it is.",
+                                 field="content")
+        try:
+            revision = propose_change(
+                agent=original.agent,
+                kind=original.kind,
+                user_ref=original.user_ref or None,
+                content=content,
+                source=Source.REVIEWER,
+                reason=comment or f"Reviewer edit of proposal #{original.pk}",
+                rationale=[
+                    *original.rationale,
+                    {"kind": "edit", "summary": f"Reviewer edit of proposal #{original.pk}",
+                     "reason": comment or "Edited during review.", "evidence": []},
+                ],
+                author_user=reviewer,
+                base_version=original.base_version,
+                revises=original,
+            )
+        except errors.VersionConflict as exc:
+            raise errors.StaleProposal(
+                "The file changed after this proposal was made. Rebase it onto the current version first."
+            ) from exc
+        _supersede(original=original, by=revision, reviewer=reviewer, action="proposal.edit",
+                   summary=f"Edited proposal #{original.pk} into #{revision.pk}; it awaits another reviewer")
+    return revision
+
+
+def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
+    """Recompute a stale proposal against the current version (three-way
+    merge) as a new pending proposal; the stale one becomes superseded.
+    Conflicting lines are left as conflict blocks that block approval."""
+    with transaction.atomic():
+        original = _lock_proposal(proposal_id)
+        require_reviewer(user=reviewer, workspace=original.agent.workspace_id, action="rebase proposals")
+        agent = original.agent
+        file = get_file(agent=agent, kind=original.kind, user_ref=original.user_ref)
+        current_version = file.version if file else 0
+        current = file.content if file else ""
+        if not original.is_open:
+            raise errors.NotPending(f"This proposal is already {original.status}; there is nothing to rebase.")
+        if current_version == original.base_version:
+            raise errors.Invalid("This proposal is already based on the current version; there is nothing to rebase.")
+        if original.source == Source.ROLLBACK:
+            # A merged rollback would no longer restore one known version.
+            raise errors.Invalid("A rollback is not rebased: reject it and roll back again from the file's history.")
+        merged = merge.merge3(original.base_content, original.proposed_content, current)
+        if merged.content == current:
+            raise errors.Invalid(
+                f"The current version {current_version} already contains this change; reject the stale proposal."
+            )
+        note = (
+            f"Rebased proposal #{original.pk} from v{original.base_version} onto v{current_version}"
+            + (f"; {merged.conflicts} conflict(s) to resolve" if merged.conflicts else "; merged cleanly")
+        )
+        rebased = propose_change(
+            agent=agent,
+            kind=original.kind,
+            user_ref=original.user_ref or None,
+            content=merged.content,
+            source=original.source,
+            reason=original.reason,
+            rationale=[*original.rationale, {"kind": "merge", "summary": note,
+                                             "reason": "The file changed after the proposal was made.",
+                                             "evidence": []}],
+            author_user=original.author_user,
+            author_agent=original.author_agent,
+            base_version=current_version,
+            revises=original,
+        )
+        _supersede(original=original, by=rebased, reviewer=reviewer, action="proposal.rebase", summary=note,
+                   details={"conflicts": merged.conflicts, "onto_version": current_version})
+    return rebased
+
+
+def _supersede(*, original: Proposal, by: Proposal, reviewer: Any, action: str, summary: str,
+               details: dict[str, Any] | None = None) -> None:
+    original.status = ProposalStatus.SUPERSEDED
+    original.superseded_by = by
+    original.save(update_fields=["status", "superseded_by"])
+    record_event(
+        action=action,
+        agent=original.agent,
+        actor_user=reviewer,
+        user_ref=original.user_ref,
+        target=original,
+        summary=summary,
+        details={"new_proposal": by.pk, **(details or {})},
+    )
+
