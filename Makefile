@@ -4,6 +4,7 @@
 #               on http://127.0.0.1:8000/ with a Celery worker and beat
 #               (SQLite and the filesystem broker under var/; Ctrl-C stops all)
 #   make test   install, then pytest (pass options with PYTEST_ARGS="-k foo")
+#   make test-fast  the same without the browser and worker tests (seconds, not minutes)
 #   make lint   ruff check and mypy (make test runs it first)
 #   make lock   regenerate requirements.lock from .venv
 #   make clean  remove var/ and .venv
@@ -25,7 +26,7 @@ PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := install
-.PHONY: install run migrate test lint lock clean bench
+.PHONY: install run migrate test test-fast lint lock clean bench
 
 install: $(INSTALL_STAMP)
 
@@ -59,6 +60,9 @@ run: migrate $(SEED_STAMP)
 # Lint and types first: they take seconds and fail fast.
 test: lint
 	$(VENV_PYTHON) -m pytest $(PYTEST_ARGS)
+
+test-fast: lint
+	$(VENV_PYTHON) -m pytest -m "not browser and not worker" $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
