@@ -107,8 +107,10 @@ def carry_over(state: FileState, proposal: Proposal) -> FileState:
     replayed onto the approved entries: its new entries are added or put in
     place of what they replaced, its expiries repeated; nothing the file
     gained meanwhile is lost."""
+    # The earlier proposal's own "carry" note is replaced by this one's; the
+    # changes it carried keep the proposal they first came from.
     rationale = [item for item in proposal.rationale or [] if isinstance(item, dict)
-                 and item.get("file", state.kind) == state.kind]
+                 and item.get("file", state.kind) == state.kind and item.get("kind") != "carry"]
     by_entry = provenance.evidence_by_entry(rationale)
     if proposal.status == ProposalStatus.PENDING and proposal.base_version == state.version:
         entries = md.parse(proposal.proposed_content)
@@ -143,7 +145,7 @@ def carry_over(state: FileState, proposal: Proposal) -> FileState:
         approved_entries=state.entries,
         carried_from=proposal.pk,
         carried_status=proposal.status,
-        carried=tuple({**item, "carried_from": proposal.pk} for item in carried),
+        carried=tuple({"carried_from": proposal.pk, **item} for item in carried),
     )
 
 

@@ -159,12 +159,26 @@ def extract(signal: Signal, language: str | None = None) -> list[Candidate]:
                 found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})"))
     else:
         for sentence in _SENTENCE.split(signal.content):
+            sentence = _without_redacted(sentence)
             directive = directives.from_user(sentence.strip(), language=language)
             if directive is not None:
                 found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})"))
     # One word ("Remember me?") is not a fact worth an entry, and a secret the
     # scanner redacted stays out of memory together with what was said about it.
     return [c for c in found if len(text.tokens(c.text)) >= 2 and _REDACTED not in c.text]
+
+
+_CLAUSE = re.compile(r",\s+(?:and|but|also)\s+|;\s+|,\s+(?=(?:my|i|the)\b)", re.IGNORECASE)
+
+
+def _without_redacted(sentence: str) -> str:
+    """The sentence without the clauses that held a secret the scanner
+    redacted ("…, and my password is [REDACTED:…]"): nothing said about a
+    secret is kept, the rest of the sentence is."""
+    if _REDACTED not in sentence:
+        return sentence
+    clauses = [clause for clause in _CLAUSE.split(sentence) if _REDACTED not in clause]
+    return ", ".join(clauses)
 
 
 def _candidate(directive: directives.Directive, signal: Signal, why: str) -> Candidate:

@@ -286,6 +286,12 @@ class LLMBackend:
             used += size
         messages = build_messages(files=state, signals=batch, now=now, profile=limits.profile, batch=number,
                                   total=total)
+        # The estimate above counts each log item on its own; nested in the
+        # document it is indented deeper. Shed items until the prompt fits.
+        while len(batch) > 1 and sum(len(str(m["content"])) for m in messages) > self.max_prompt_chars:
+            batch.pop()
+            messages = build_messages(files=state, signals=batch, now=now, profile=limits.profile, batch=number,
+                                      total=total)
         return batch, messages
 
     # --- the call ----------------------------------------------------------------------
