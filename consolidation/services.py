@@ -384,13 +384,13 @@ def _usage(result: BackendResult | BackendError) -> dict[str, Any]:
     }
 
 
-def run_limits(*, agent: Agent, spent: Decimal) -> RunLimits:
-    """What this run may spend: the rest of the agent's daily budget or the
-    per-run ceiling, whichever is smaller; and what the model should know
-    about the agent (SOUL.md, ABOUT.md) to judge relevance."""
+def run_limits(*, agent: Agent, spent: Decimal, backend: str) -> RunLimits:
+    """What this run may spend: the rest of the agent's daily budget and the
+    per-run ceiling; and, for a model, what it should know about the agent
+    (SOUL.md, ABOUT.md) to judge relevance."""
     remaining = max(Decimal("0"), Decimal(agent.daily_budget_usd) - spent)
     ceiling = Decimal(str(settings.CONSOLIDATION_MAX_RUN_COST_USD))
-    profile = "\n\n".join(
+    profile = "" if backend == "heuristic" and not settings.CONSOLIDATION_OTHER_LANGUAGES_TO_LLM else "\n\n".join(
         f"{row.kind}:\n{row.content}"
         for row in MemoryFile.objects.filter(agent=agent, user_ref="", kind__in=[FileKind.SOUL, FileKind.ABOUT])
         .order_by("kind") if row.content
@@ -435,7 +435,7 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         backend = get_backend(run.backend)
         result = pipeline.consolidate(backend=backend, agent_slug=agent.slug, files=files,
                                       signals=gathered.signals, now=now,
-                                      limits=run_limits(agent=agent, spent=spent), fallback=_fallback(backend))
+                                      limits=run_limits(agent=agent, spent=spent, backend=run.backend), fallback=_fallback(backend))
     except BackendError as exc:
         if exc.retryable:
             raise

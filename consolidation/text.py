@@ -18,6 +18,7 @@ lists a reviewer can read, in English, German, Spanish and French.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -113,11 +114,15 @@ def content_words(text: str) -> list[str]:
     return words
 
 
+# A run compares every candidate with every entry: the keys of the same few
+# hundred strings are computed once.
+@functools.lru_cache(maxsize=8192)
 def fact_key(text: str) -> frozenset[str]:
     """What an entry says, as a set of stems (see the module docstring)."""
     return frozenset(stem(SYNONYMS.get(word, word)) for word in content_words(text))
 
 
+@functools.lru_cache(maxsize=8192)
 def is_negative(text: str) -> bool:
     words = set(tokens(text))
     return bool(words & NEGATIONS) or "n't" in text.lower()

@@ -36,6 +36,7 @@ an over-cap file fit without losing a fact.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -109,6 +110,7 @@ def _single_valued(entry: str) -> str | None:
     return next((slot for slot, pattern in _SINGLE_VALUED.items() if pattern.match(stripped)), None)
 
 
+@functools.lru_cache(maxsize=8192)
 def same_slot(old: str, new: str) -> str | None:
     """Why `new` replaces `old`, or None when both can stand (see rule 3)."""
     slot = _single_valued(new)

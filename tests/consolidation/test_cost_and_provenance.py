@@ -232,3 +232,26 @@ def test_evidence_for_lines_reads_headings_blank_lines_and_unknown_lines() -> No
     content = "# Work\n\n- Deploys happen on Fridays.\n- Written by hand\n"
 
     assert provenance.evidence_for_lines(rationale, content) == [[], [], [2, 4, 9], []]
+
+
+def test_the_scanner_reads_each_log_entry_once_and_each_proposal_once(monkeypatch: Any) -> None:
+    from memoryhub import scanner
+
+    real_scan = scanner.scan
+    scanned: list[str] = []
+
+    def counting_scan(text: str) -> Any:
+        scanned.append(text)
+        return real_scan(text)
+
+    agent = AgentFactory()
+    entries = log(agent, "u1", ("user", "Remember that I live in Lisbon."), ("note", "CI runs on GitHub Actions"),
+                  ("assistant", "Done."), ("tool", "exit 0"))
+    monkeypatch.setattr(scanner, "scan", counting_scan)
+
+    run = run_now(agent)
+
+    proposals = list(run.proposals.all())
+    assert len(proposals) == 2
+    assert len(scanned) == len(entries) + len(proposals)
+    assert sorted(scanned[-2:]) == sorted(p.proposed_content for p in proposals)
