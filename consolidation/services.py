@@ -435,7 +435,8 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         backend = get_backend(run.backend)
         result = pipeline.consolidate(backend=backend, agent_slug=agent.slug, files=files,
                                       signals=gathered.signals, now=now,
-                                      limits=run_limits(agent=agent, spent=spent, backend=run.backend), fallback=_fallback(backend))
+                                      limits=run_limits(agent=agent, spent=spent, backend=run.backend),
+                                      fallback=_fallback(backend))
     except BackendError as exc:
         if exc.retryable:
             raise
