@@ -255,3 +255,22 @@ def test_the_scanner_reads_each_log_entry_once_and_each_proposal_once(monkeypatc
     assert len(proposals) == 2
     assert len(scanned) == len(entries) + len(proposals)
     assert sorted(scanned[-2:]) == sorted(p.proposed_content for p in proposals)
+
+
+def test_other_languages_go_to_the_llm_backend_when_configured(llm: OpenAIServer, settings: Any) -> None:
+    settings.CONSOLIDATION_OTHER_LANGUAGES_TO_LLM = True
+    agent = AgentFactory()  # heuristic
+    english, italian = log(agent, "u1", ("user", "Remember that I live in Turin."),
+                           ("user", "Preferisco le risposte brevi, ricordalo per favore."))
+    llm.reply(json.dumps({"operations": [{"op": "add", "file": "USER.md", "text": "Prefers short answers.",
+                                          "reason": "Said in Italian.", "evidence": [italian.pk]}]}))
+
+    run = run_now(agent)
+
+    [proposal] = run.proposals.all()
+    assert proposal.proposed_content == "- Lives in Turin.\n- Prefers short answers.\n"
+    assert "not_understood" not in run.counts and run.model == "heuristic+fake-model"
+    [request] = llm.requests
+    assert [item["id"] for item in json.loads(request["messages"][1]["content"])["log"]] == [italian.pk]
+    assert provenance.evidence_for_lines(proposal.rationale, proposal.proposed_content) == [[english.pk],
+                                                                                          [italian.pk]]
