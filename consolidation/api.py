@@ -10,10 +10,25 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from consolidation import services
-from consolidation.models import ConsolidationRun, RunStatus, Trigger
+from consolidation.models import ConsolidationPair, ConsolidationRun, Failure, RunStatus, Trigger
 from memoryhub import services as core
 from memoryhub.api import TextField, parse_body
 from memoryhub.rest import StaffAPIView, error_responses
+
+
+def pair_detail(pair: ConsolidationPair | None) -> dict[str, Any]:
+    if pair is None:
+        return {"needs_attention": False, "reason": "", "code": "", "clears_when": "", "since": None,
+                "next_attempt_at": None, "transient_failures": 0}
+    return {
+        "needs_attention": pair.needs_attention,
+        "reason": pair.attention_reason if pair.needs_attention else "",
+        "code": pair.attention_code if pair.needs_attention else "",
+        "clears_when": pair.attention_clears_when if pair.needs_attention else "",
+        "since": pair.attention_since if pair.needs_attention else None,
+        "next_attempt_at": pair.next_attempt_at,
+        "transient_failures": pair.transient_failures,
+    }
 
 
 def run_detail(run: ConsolidationRun) -> dict[str, Any]:
@@ -30,6 +45,9 @@ def run_detail(run: ConsolidationRun) -> dict[str, Any]:
         "tokens_out": run.tokens_out,
         "cost_usd": str(run.cost_usd),
         "error": run.error,
+        "failure": run.failure,
+        "retry_at": run.retry_at,
+        "pair": pair_detail(services.pair_state(agent=run.agent, user_ref=run.user_ref)),
         "attempts": run.attempts,
         "high_water_mark": run.high_water_mark,
         "counts": run.counts,
@@ -37,6 +55,16 @@ def run_detail(run: ConsolidationRun) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
     }
+
+
+class PairStateSerializer(serializers.Serializer):
+    needs_attention = serializers.BooleanField()
+    reason = serializers.CharField()
+    code = serializers.CharField()
+    clears_when = serializers.CharField()
+    since = serializers.DateTimeField(allow_null=True)
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    transient_failures = serializers.IntegerField()
 
 
 class RunDetailSerializer(serializers.Serializer):
@@ -52,6 +80,9 @@ class RunDetailSerializer(serializers.Serializer):
     tokens_out = serializers.IntegerField()
     cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=True)
     error = serializers.CharField()
+    failure = serializers.ChoiceField(choices=Failure.values, allow_blank=True)
+    retry_at = serializers.DateTimeField(allow_null=True)
+    pair = PairStateSerializer()
     attempts = serializers.IntegerField()
     high_water_mark = serializers.IntegerField()
     counts = serializers.DictField()

@@ -33,6 +33,19 @@ class Trigger(models.TextChoices):
     MANUAL = "manual", "Manual"
 
 
+class Failure(models.TextChoices):
+    """Why a failed run failed, as far as the next run is concerned."""
+
+    NONE = "", "—"
+    # The model server timed out, rate-limited or failed (HTTP 429/5xx), or
+    # the file changed during the run: trying again later may work.
+    TRANSIENT = "transient", "Transient (retried with backoff)"
+    # A guard refused the output, the server refused the request (HTTP 400),
+    # the file cannot fit its cap: the same input fails the same way, so the
+    # pair waits for a person or for something to change.
+    PERMANENT = "permanent", "Permanent (needs attention)"
+
+
 class ConsolidationRunQuerySet(models.QuerySet["ConsolidationRun"]):
     def for_pair(self, agent_id: int, user_ref: str) -> ConsolidationRunQuerySet:
         return self.filter(agent_id=agent_id, user_ref=user_ref)
@@ -71,6 +84,10 @@ class ConsolidationRun(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True, default="")
+    failure = models.CharField(max_length=16, choices=Failure.choices, blank=True, default=Failure.NONE)
+    # A transient failure's retry is not dispatched before this (the model
+    # server's Retry-After, or the backoff): the sweep honours it too.
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     # Claims so far; also the fencing token that stops a presumed-dead
     # worker from finishing a run someone else has re-claimed.
@@ -114,3 +131,54 @@ class ConsolidationRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return not self.is_active
+
+
+class ConsolidationPairQuerySet(models.QuerySet["ConsolidationPair"]):
+    def needing_attention(self) -> ConsolidationPairQuerySet:
+        return self.filter(needs_attention=True)
+
+    def in_workspaces(self, workspace_ids: list[int]) -> ConsolidationPairQuerySet:
+        return self.filter(agent__workspace_id__in=workspace_ids)
+
+
+class ConsolidationPair(models.Model):
+    """What the gate and the console need to know about one (agent, user)
+    pair across its runs: whether it waits for a person, and until when a
+    transient failure holds it back. One row per pair that ever failed."""
+
+    agent = models.ForeignKey("memoryhub.Agent", on_delete=models.PROTECT, related_name="consolidation_pairs")
+    user_ref = models.CharField(max_length=255)
+
+    needs_attention = models.BooleanField(default=False)
+    # A machine code (backend_error, guard:<name>, worker_lost, transient_limit),
+    # the run's reason for a person, and what would clear the state.
+    attention_code = models.CharField(max_length=32, blank=True, default="")
+    attention_reason = models.TextField(blank=True, default="")
+    attention_clears_when = models.TextField(blank=True, default="")
+    attention_since = models.DateTimeField(null=True, blank=True)
+    attention_run = models.ForeignKey(
+        ConsolidationRun, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    # Transient failures in a row, and when the gate may try the pair again.
+    transient_failures = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    cleared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    cleared_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = ConsolidationPairQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-attention_since", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "user_ref"], name="consolidation_pair_unique"),
+        ]
+        indexes = [models.Index(fields=["needs_attention", "attention_since"], name="pair_attention")]
+
+    def __str__(self) -> str:
+        state = "needs attention" if self.needs_attention else "ok"
+        return f"Pair {self.agent_id}/{self.user_ref} ({state})"

@@ -276,8 +276,17 @@ SPECTACULAR_SETTINGS = {
 OPENAI_BASE_URL = env("OPENAI_BASE_URL", "https://api.openai.com/v1")
 OPENAI_API_KEY = env("OPENAI_API_KEY")
 OPENAI_MODEL = env("OPENAI_MODEL", "gpt-4o-mini")
+# Seconds one call may take, end to end (connect, wait, read): a hung or
+# trickling endpoint frees the worker within twice this.
 OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 60.0)
 OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 2)
+# The answer's token ceiling (max_tokens), and what it may cost in the estimate.
+OPENAI_MAX_TOKENS = env_int("OPENAI_MAX_TOKENS", 4096)
+# A prompt never exceeds this many characters: log entries are batched
+# across several calls instead.
+OPENAI_MAX_PROMPT_CHARS = env_int("OPENAI_MAX_PROMPT_CHARS", 60_000)
+# Calls one run may make; the rest of a backlog waits for the next run.
+OPENAI_MAX_CALLS_PER_RUN = env_int("OPENAI_MAX_CALLS_PER_RUN", 8)
 # USD per million tokens, for the spend shown per agent per day and the budget.
 OPENAI_PRICE_INPUT_PER_MTOK = env_float("OPENAI_PRICE_INPUT_PER_MTOK", 0.15)
 OPENAI_PRICE_OUTPUT_PER_MTOK = env_float("OPENAI_PRICE_OUTPUT_PER_MTOK", 0.60)
@@ -287,6 +296,18 @@ OPENAI_PRICE_OUTPUT_PER_MTOK = env_float("OPENAI_PRICE_OUTPUT_PER_MTOK", 0.60)
 # never re-queues a run whose worker is still alive.
 MEMORYHUB_RUN_LEASE_SECONDS = env_int("MEMORYHUB_RUN_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 60)
 MEMORYHUB_RUN_MAX_ATTEMPTS = env_int("MEMORYHUB_RUN_MAX_ATTEMPTS", 3)
+# The most one run may spend (USD), whatever is left of the agent's daily
+# budget; each call is estimated before it is made and not made past either.
+CONSOLIDATION_MAX_RUN_COST_USD = env_float("CONSOLIDATION_MAX_RUN_COST_USD", 0.50)
+# After a run fails on a transient error the gate leaves the pair alone for
+# this long, doubling per failure in a row up to the maximum (and never
+# shorter than the model server's Retry-After).
+CONSOLIDATION_BACKOFF_BASE_SECONDS = env_int("CONSOLIDATION_BACKOFF_BASE_SECONDS", 900)
+CONSOLIDATION_BACKOFF_MAX_SECONDS = env_int("CONSOLIDATION_BACKOFF_MAX_SECONDS", 86_400)
+# Log entries in a language the heuristic does not read (not English,
+# German, Spanish or French) go to the llm backend when this is on;
+# otherwise the run reports them as not understood.
+CONSOLIDATION_OTHER_LANGUAGES_TO_LLM = env_bool("CONSOLIDATION_OTHER_LANGUAGES_TO_LLM")
 
 # --- MemoryHub ------------------------------------------------------------------
 # A session's frozen context is served at most this long after it started;

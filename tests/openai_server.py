@@ -2,8 +2,9 @@
 
 openai 3.x talks through httpx2, which respx and pytest-httpx cannot intercept
 (PITFALLS.md), so tests drive the real client against a real socket instead.
-Replies are scripted in order with `reply`, `reply_status` and `reply_raw`;
-every request body is recorded in `requests`. The server listens on
+Replies are scripted in order with `reply`, `reply_status` and `reply_raw`
+(or computed from each request by `respond_with`); every request body is
+recorded in `requests`. The server listens on
 127.0.0.1 with an ephemeral port, so a Celery worker in another process can
 reach it through `url` just like the test itself.
 
@@ -19,6 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -34,6 +36,9 @@ class _Scripted:
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # Seconds over which the body is sent a byte at a time (a server that
+    # never stalls long enough for a read timeout, yet never finishes).
+    trickle: float = 0.0
 
 
 def _error_body(message: str, *, type_: str, code: str | None = None) -> dict[str, Any]:
@@ -99,7 +104,16 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in scripted.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(scripted.body)
+            if scripted.trickle:
+                pause = scripted.trickle / max(1, len(scripted.body))
+                for index in range(len(scripted.body)):
+                    self.wfile.write(scripted.body[index:index + 1])
+                    self.wfile.flush()
+                    if self.server.owner._stopping.wait(pause):
+                        self.close_connection = True
+                        return
+            else:
+                self.wfile.write(scripted.body)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -114,6 +128,8 @@ class OpenAIServer:
         self.requests: list[dict[str, Any]] = []  # JSON bodies received, in order
         self.request_headers: list[dict[str, str]] = []  # with lower-cased names
         self._queue: deque[_Scripted] = deque()
+        self._responder: Callable[[dict[str, Any]], str] | None = None
+        self._responder_usage: dict[str, int] = {}
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -168,28 +184,23 @@ class OpenAIServer:
         delay: float = 0.0,
         model: str = "fake-model",
         refusal: str | None = None,
+        trickle: float = 0.0,
     ) -> None:
         """Enqueue a normal completion whose message content is `content`."""
-        body = {
-            "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "logprobs": None,
-                    "finish_reason": finish_reason,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
-        self._enqueue(_Scripted(200, json.dumps(body).encode(), delay=delay))
+        self._enqueue(_Scripted(200, _completion(content, prompt_tokens=prompt_tokens,
+                                                 completion_tokens=completion_tokens, finish_reason=finish_reason,
+                                                 model=model, refusal=refusal), delay=delay, trickle=trickle))
+
+    def respond_with(
+        self, responder: Callable[[dict[str, Any]], str] | None, *, prompt_tokens: int = 120,
+        completion_tokens: int = 40,
+    ) -> None:
+        """Answer every request not otherwise scripted with a completion whose
+        content is `responder(request body)`: a scripted model that reads the
+        prompt (e.g. resolves entry indexes and log ids), for scenario tests."""
+        with self._cond:
+            self._responder = responder
+            self._responder_usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
 
     def reply_json(self, body: dict[str, Any], *, status: int = 200, delay: float = 0.0) -> None:
         """Enqueue an arbitrary JSON body (e.g. a completion with no choices)."""
@@ -245,7 +256,11 @@ class OpenAIServer:
             self._cond.notify_all()
             if self._queue:
                 return self._queue.popleft()
+            responder = self._responder
+            usage = dict(self._responder_usage)
             number = len(self.requests)
+        if responder is not None:
+            return _Scripted(200, _completion(responder(payload), **usage))
         # Under-scripted tests fail loudly rather than hang or pass by accident.
         body = _error_body(
             f"The fake OpenAI server has no scripted reply for request #{number}: "
@@ -256,6 +271,37 @@ class OpenAIServer:
         # x-should-retry: false keeps a client with retries from hammering the
         # empty queue and burying this message under backoff.
         return _Scripted(500, json.dumps(body).encode(), headers={"x-should-retry": "false"})
+
+
+def _completion(
+    content: str | None,
+    *,
+    prompt_tokens: int = 120,
+    completion_tokens: int = 40,
+    finish_reason: str = "stop",
+    model: str = "fake-model",
+    refusal: str | None = None,
+) -> bytes:
+    body = {
+        "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return json.dumps(body).encode()
 
 
 def _error_type(status: int) -> str:

@@ -14,7 +14,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
-CHANGE_KINDS = ("add", "update", "merge", "supersede", "expire", "drop")
+CHANGE_KINDS = ("add", "update", "merge", "supersede", "expire", "drop", "compress", "conflict")
+# Kinds that put new text into a file and must rest on log evidence.
+WRITING_KINDS = ("add", "update", "merge", "supersede")
 CONSOLIDATED_FILES = ("USER.md", "MEMORY.md")
 
 
@@ -31,11 +33,30 @@ class Signal:
 
 @dataclass(frozen=True)
 class FileState:
+    """What a backend starts from. `entries` are the approved file's, or,
+    when a consolidation proposal for the file is still undecided, that
+    proposal's (so a new run builds on it and loses none of its facts);
+    `evidence` is parallel to `entries`: the log ids each carried entry
+    rests on. `version` and `content` are always the approved file's: the
+    compare-and-swap base of the proposal."""
+
     kind: str  # USER.md | MEMORY.md
     version: int
     content: str
     limit: int
     entries: tuple[str, ...]  # one markdown list item (without "- ") per entry
+    evidence: tuple[tuple[int, ...], ...] = ()
+    approved_entries: tuple[str, ...] | None = None  # None: the same as `entries`
+    carried_from: int | None = None  # the undecided proposal the entries come from
+    carried_status: str = ""  # pending | stale
+    carried: tuple[dict[str, object], ...] = ()  # that proposal's rationale, for this file
+
+    @property
+    def base_entries(self) -> tuple[str, ...]:
+        return self.entries if self.approved_entries is None else self.approved_entries
+
+    def evidence_of(self, index: int) -> tuple[int, ...]:
+        return self.evidence[index] if index < len(self.evidence) else ()
 
 
 @dataclass(frozen=True)
@@ -47,9 +68,10 @@ class Change:
     evidence: tuple[int, ...] = ()  # LogEntry ids
     before: str | None = None  # the entry replaced / removed
     after: str | None = None  # the entry added / the replacement
+    flag: str | None = None  # "contradiction": a reviewer should look at this one
 
     def as_rationale(self) -> dict[str, object]:
-        return {
+        found: dict[str, object] = {
             "kind": self.kind,
             "file": self.file,
             "summary": self.summary,
@@ -58,6 +80,9 @@ class Change:
             "before": self.before,
             "after": self.after,
         }
+        if self.flag:
+            found["flag"] = self.flag
+        return found
 
 
 @dataclass
@@ -68,22 +93,49 @@ class BackendResult:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: Decimal = field(default_factory=lambda: Decimal("0"))
+    # The last signal id the backend read, when it stopped early (budget,
+    # call ceiling); None when it read them all. The run's high-water mark.
+    consumed_through: int | None = None
+    # Log entries in a language the backend does not understand:
+    # [{"id", "language"}], reported on the run, never silently skipped.
+    not_understood: list[dict[str, object]] = field(default_factory=list)
+    calls: int = 0
+    stopped: str = ""  # why the backend stopped early, for the run's counts
+    # Whether summaries and reasons are a model's own words. The heuristic's
+    # are templates around text the scanner has already passed (log entries
+    # at gather, file entries when written), so they are not scanned again.
+    model_written: bool = False
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """What one run may spend (None: no limit) and what a model should know."""
+
+    budget_usd: Decimal | None = None  # the rest of the agent's daily budget
+    run_ceiling_usd: Decimal | None = None  # what one run may cost at most
+    profile: str = ""  # the agent's SOUL.md and ABOUT.md, for relevance
+    encoding: str = "o200k_base"
 
 
 class BackendError(Exception):
     """The backend could not produce a usable answer. `retryable` errors
-    (timeouts, 429, 5xx) are retried by the task with backoff; the others
-    fail the run with `reason`."""
+    (timeouts, 429, 5xx) are retried by the task with backoff, after
+    `retry_after` seconds at least when the server said so; the others fail
+    the run with `reason`. `budget` errors end the run as skipped."""
 
-    def __init__(self, reason: str, *, retryable: bool = False) -> None:
+    def __init__(self, reason: str, *, retryable: bool = False, retry_after: float | None = None,
+                 budget: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
+        self.retry_after = retry_after
+        self.budget = budget
 
 
 class Backend(Protocol):
     name: str
 
     def consolidate(
-        self, *, agent_slug: str, files: dict[str, FileState], signals: list[Signal], now: datetime
+        self, *, agent_slug: str, files: dict[str, FileState], signals: list[Signal], now: datetime,
+        limits: RunLimits | None = None,
     ) -> BackendResult: ...

@@ -3,159 +3,138 @@
 Rules, applied in this order (same input, same output):
 
 1. Promote. A `note` log entry (the agent's own learning) and an explicit
-   user directive — "remember …", "I prefer …", "from now on …",
-   "please always/never …", "call me …" — become candidate entries. The
-   "remember (that)" / "from now on" lead-in is stripped. Where they go:
-   anything about the person (first person "I/my/me", "call me", "prefer")
-   and the user's standing directives ("from now on …", "please always …")
-   go to USER.md; "remember that <fact about the work>" and the agent's
-   notes go to MEMORY.md, except notes about the user ("User prefers …").
-2. Merge. A candidate equal to an entry after normalisation, or close to it
-   (token Jaccard ≥ 0.8), confirms that entry instead of adding a second
-   one; the `merge` change cites both evidences. Duplicates already in a
-   file are merged too (the earlier one is kept).
-3. Supersede. A candidate on the same subject as an entry replaces it in
-   place: same leading verb and either a shared object word or the new one
-   negating the old object ("Use pnpm, not npm" after "Use npm"), or the
-   same single-valued fact ("My name is …", "I live in …").
-4. Add. Anything else is appended.
-5. Expire. An entry whose stated expiry ("until|till|through YYYY-MM-DD")
-   is before the run's date is removed (a candidate already expired is
-   never added).
-6. Cap. While a file is over its limit, the least-confirmed entry goes,
-   oldest first. Confirmations are counted within the run (merges); the
-   files themselves carry no counters.
+   user directive become candidate entries, written as third-person
+   directives ("Prefers email for routine updates."), never as chat
+   fragments; see consolidation.directives for the patterns (English,
+   German, Spanish, French). Relative dates are resolved against the time
+   the log entry was written ("until Friday" → "until 2026-12-04"). A user
+   or note entry in another language is reported as not understood.
+2. Merge. A candidate that says what an entry says (the same key words
+   after normalisation: subjects, fillers, stemming and a few synonyms, see
+   consolidation.text) confirms that entry instead of adding a second one;
+   the `merge` change cites the evidence of both. Duplicates already in a
+   file are merged too (the earlier one is kept). A first-person entry
+   confirmed by a directive takes the directive's wording.
+3. Supersede. A candidate replaces an entry in place only when both fill
+   the same slot: the same single-valued fact ("Lives in …", "Name is …"),
+   the same words with the opposite polarity ("Always/Never use tabs"), the
+   newer one ruling the older out ("Use pnpm, not npm"), or the same
+   predicate and qualifier with another value of one kind (email → Slack
+   "for routine updates"). "Email for routine updates" and "a phone call for
+   urgent updates" are two slots, so both stay.
+4. Contradictions. Where an agent note and a user statement disagree about
+   one slot, the user's statement is kept and the disagreement is flagged
+   for the reviewer (a `conflict` change, or a `supersede` marked as a
+   contradiction), never both kept.
+5. Add. Anything else is appended.
+6. Expire. An entry whose stated expiry has passed at the run's time is
+   removed (a candidate already expired is never added).
+
+The cap is not this backend's business: the pipeline's compress pass makes
+an over-cap file fit without losing a fact.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 
+from consolidation import dates, directives, text
 from consolidation import entries as md
-from consolidation.backends.base import BackendResult, Change, FileState, Signal
+from consolidation.backends.base import BackendResult, Change, FileState, RunLimits, Signal
+from consolidation.directives import MEMORY, USER
 
-USER = "USER.md"
-MEMORY = "MEMORY.md"
-NEAR_DUPLICATE_JACCARD = 0.8
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9'_.+#-]*[a-z0-9+#]|[a-z0-9]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_EXPIRY = re.compile(
-    r"\b(?P<phrase>(?:until|till|til|through|thru|expires?(?:\s+on)?|valid\s+until)\s+(?P<date>\d{4}-\d{2}-\d{2}))\b",
-    re.IGNORECASE,
-)
-_REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|keep\s+in\s+mind)(?:\s+that|\s+to)?\s*[,:]?\s+(?P<rest>.+)$",
-                       re.IGNORECASE | re.DOTALL)
-_FROM_NOW_ON = re.compile(r"^(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future)\s*[,:]?\s+(?P<rest>.+)$",
-                          re.IGNORECASE | re.DOTALL)
-_PLEASE_ALWAYS = re.compile(r"^please\s+(?P<rest>(?:always|never)\s+.+)$", re.IGNORECASE | re.DOTALL)
-_PREFERENCE = re.compile(r"^(?:i(?:'d|\s+would)?\s+(?:really\s+)?prefer|call\s+me)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself)\b|^call me\b|^prefers?\b", re.IGNORECASE)
-_ABOUT_USER = re.compile(r"^(?:the\s+)?user(?:'s|s')?\b", re.IGNORECASE)
-# Facts that hold one value at a time: a newer one replaces the older.
-_SINGLE_VALUED = (
-    "my name is", "call me", "i live in", "i'm based in", "i am based in", "i work at", "i work for", "i work as",
-    "my timezone is", "my time zone is", "my pronouns are", "my role is",
-)
-_FILLERS = frozenset({"please", "always", "never", "i", "i'd", "would", "we", "you", "do", "don't", "dont", "not",
-                      "also", "only", "really", "should", "must", "to"})
-_STOPWORDS = frozenset({
-    "a", "an", "the", "to", "for", "of", "in", "on", "at", "with", "and", "or", "by", "from", "as", "is", "are",
-    "be", "it", "its", "this", "that", "these", "those", "my", "your", "our", "me", "i", "we", "you", "all",
-    "always", "never", "please", "do", "don't", "dont", "not", "no", "instead", "rather", "than", "when", "so",
-    "but", "if", "then", "any", "every", "just", "also", "use", "using",
-})
-_NEGATION = re.compile(r"\b(?:not|instead\s+of|rather\s+than)\s+(?P<object>[a-z0-9][\w'.+#-]*)", re.IGNORECASE)
+_REDACTED = "[REDACTED:"
+# Facts that hold one value at a time, as directives read them.
+_SINGLE_VALUED = {
+    "name": re.compile(r"^(?:(?:first\s+|preferred\s+|nick)?name\s+(?:is|ist)|wants\s+to\s+be\s+called|call\s+me|"
+                       r"se\s+llama|s['’]appelle|möchte\s+.+\s+genannt\s+werden|quiere\s+que\s+le\s+llamen|"
+                       r"veut\s+être\s+appelé)\b", re.I),
+    "home": re.compile(r"^(?:lives\s+in|i\s+live\s+in|is\s+based\s+in|is\s+located\s+in|wohnt\s+in|lebt\s+in|"
+                       r"vive\s+en|habite|vit\s+à)\b", re.I),
+    "employer": re.compile(r"^(?:works\s+(?:at|for)|arbeitet\s+(?:bei|für)|trabaja\s+(?:en|para)|"
+                           r"travaille\s+(?:chez|pour))\b", re.I),
+    "timezone": re.compile(r"^(?:time\s*zone\s+is|timezone\s+is|zeitzone\s+ist|zona\s+horaria\s+es|"
+                           r"fuseau\s+horaire\s+est|is\s+in\s+the\s+\S+\s+time\s*zone)\b", re.I),
+    "pronouns": re.compile(r"^pronouns\s+are\b", re.I),
+    "role": re.compile(r"^(?:role|title|job\s+title|job)\s+is\b|^rolle\s+ist\b|^rol\s+es\b", re.I),
+}
+# Values of one kind fill a slot: a newer value of the same kind replaces
+# the older one when the rest of the entry (the slot) is the same.
+_VALUE_KINDS = {
+    "channel": {"email", "call", "sms", "text", "slack", "teams", "whatsapp", "signal", "telegram", "letter", "zoom",
+                "telefon", "teléfono", "téléphone", "chat", "voicemail"},
+    "language": {"english", "german", "spanish", "french", "italian", "portuguese", "dutch", "japanese", "chinese",
+                 "deutsch", "englisch", "spanisch", "französisch", "inglés", "alemán", "español", "francés",
+                 "anglais", "allemand", "espagnol", "français"},
+    "length": {"short", "long", "detailed", "verbose", "lang", "ausführlich", "largo", "detallado", "court",
+               "détaillé", "longu"},
+    "format": {"pdf", "markdown", "docx", "word", "html", "plain", "bullet", "table", "csv", "json", "prose"},
+    "tone": {"formal", "informal", "casual", "friendly"},
+    "tool": {"npm", "pnpm", "yarn", "pip", "poetry", "uv", "conda", "tabs", "tab", "spaces", "space", "vim", "emacs",
+             "vscode", "bun"},
+    "weekday": {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"},
+    "daytime": {"morning", "afternoon", "evening", "night", "noon"},
+}
+_VALUE_OF = {text.stem(word): kind for kind, words in _VALUE_KINDS.items() for word in words}
+_NUMBER = re.compile(r"^\d[\d.:/-]*$")
+_NEGATED_OBJECT = re.compile(r"\b(?:not|instead\s+of|rather\s+than|nicht|statt|en\s+lugar\s+de|pas|plutôt\s+que)\s+"
+                             r"(?P<object>[\w'.+#-]+)", re.IGNORECASE)
 
 
-def tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+def _values(entry: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for word in text.fact_key(entry):
+        kind = _VALUE_OF.get(word) or ("number" if _NUMBER.match(word) else None)
+        if kind is not None:
+            found.setdefault(kind, set()).add(word)
+    return found
 
 
-def normalise(text: str) -> str:
-    return " ".join(tokens(strip_lead_in(text)))
-
-
-def jaccard(a: str, b: str) -> float:
-    left, right = set(tokens(a)), set(tokens(b))
-    if not left or not right:
-        return 0.0
-    return len(left & right) / len(left | right)
-
-
-def is_near_duplicate(a: str, b: str) -> bool:
-    return normalise(a) == normalise(b) or jaccard(strip_lead_in(a), strip_lead_in(b)) >= NEAR_DUPLICATE_JACCARD
-
-
-def strip_lead_in(text: str) -> str:
-    match = _REMEMBER.match(text.strip())
-    return match.group("rest") if match else text.strip()
-
-
-def expiry_of(text: str) -> tuple[str, date] | None:
-    match = _EXPIRY.search(text)
-    if not match:
-        return None
-    try:
-        return match.group("phrase"), date.fromisoformat(match.group("date"))
-    except ValueError:
-        return None
-
-
-def is_expired(text: str, now: datetime) -> bool:
-    found = expiry_of(text)
-    return found is not None and found[1] < now.date()
-
-
-def _lead(text: str) -> str | None:
-    for word in tokens(text):
-        if word not in _FILLERS:
-            return word
+def _lead(entry: str) -> str | None:
+    for word in text.tokens(entry):
+        if word in text.FILLERS or word in text.NEGATIONS or word in text.SUBJECTS:
+            continue
+        if word in ("always", "do", "does", "please", "immer", "siempre", "toujours", "jamais", "nunca", "nie"):
+            continue
+        return text.stem(word)
     return None
 
 
-def _objects(text: str) -> set[str]:
-    words = tokens(text)
-    lead = _lead(text)
-    if lead is not None and lead in words:
-        words = words[words.index(lead) + 1:]
-    return {w for w in words if w not in _STOPWORDS and len(w) > 1}
+def _single_valued(entry: str) -> str | None:
+    stripped = entry.strip()
+    return next((slot for slot, pattern in _SINGLE_VALUED.items() if pattern.match(stripped)), None)
 
 
-def _negated(text: str) -> set[str]:
-    return {m.group("object").lower().rstrip(".,;:") for m in _NEGATION.finditer(text)}
-
-
-def _single_valued_subject(text: str) -> str | None:
-    lowered = " ".join(text.lower().split())
-    return next((prefix for prefix in _SINGLE_VALUED if lowered.startswith(prefix + " ")), None)
-
-
-def same_subject(old: str, new: str) -> str | None:
-    """Why `new` replaces `old`, or None when they are about different things."""
-    subject = _single_valued_subject(new)
-    if subject is not None and _single_valued_subject(old) == subject:
-        return f'both say "{subject} …"; a person has one at a time'
+@functools.lru_cache(maxsize=8192)
+def same_slot(old: str, new: str) -> str | None:
+    """Why `new` replaces `old`, or None when both can stand (see rule 3)."""
+    slot = _single_valued(new)
+    if slot is not None and _single_valued(old) == slot:
+        return f"both give the {slot}; a person has one at a time"
+    old_key, new_key = text.fact_key(old), text.fact_key(new)
+    if old_key and old_key == new_key and text.is_negative(old) != text.is_negative(new):
+        return "the newer one says the opposite"
     lead = _lead(new)
     if lead is None or lead != _lead(old):
         return None
-    old_objects = _objects(old)
-    negated = _negated(new) & old_objects
-    if negated:
-        return f'the newer one rules out "{sorted(negated)[0]}"'
-    shared = (_objects(new) - _negated(new)) & old_objects
-    if shared:
-        return f'both "{lead}" the same thing ("{sorted(shared)[0]}")'
+    negated = {text.stem(m.group("object").lower().rstrip(".,;:")) for m in _NEGATED_OBJECT.finditer(new)}
+    ruled_out = negated & old_key
+    if ruled_out:
+        return f'the newer one rules out "{sorted(ruled_out)[0]}"'
+    old_values, new_values = _values(old), _values(new)
+    for kind in sorted(set(old_values) & set(new_values)):
+        if old_values[kind] == new_values[kind]:
+            continue
+        old_slot = old_key - set().union(*old_values.values())
+        new_slot = new_key - set().union(*new_values.values())
+        if old_slot == new_slot:
+            return f"the same slot ({', '.join(sorted(old_slot)) or lead}) with another {kind}"
     return None
-
-
-def _clean(text: str) -> str:
-    text = md.normalise(text).strip(" \"'`")
-    text = text.rstrip(" .")
-    return text[:1].upper() + text[1:] if text else text
 
 
 @dataclass(frozen=True)
@@ -164,41 +143,60 @@ class Candidate:
     file: str
     signal: Signal
     why: str
+    language: str
 
 
-def extract(signal: Signal) -> list[Candidate]:
-    """The candidate entries one log entry offers (none for chat and tool output)."""
+def extract(signal: Signal, language: str | None = None) -> list[Candidate]:
+    """The candidate entries one log entry offers (none for chat, assistant
+    turns and tool output, which are never promoted)."""
+    if signal.role not in ("note", "user"):
+        return []
+    language = language or directives.detect_language(signal.content)
     found: list[Candidate] = []
     if signal.role == "note":
-        for line in md.parse(signal.content):
-            if md.is_heading(line):
-                continue
-            text = _clean(strip_lead_in(line))
-            if text:
-                target = USER if _ABOUT_USER.match(text) else MEMORY
-                found.append(Candidate(text, target, signal, f"the agent noted it (log entry {signal.id})"))
-    elif signal.role == "user":
+        pieces = [line for line in md.parse(signal.content) if not md.is_heading(line)]
+        for line in pieces:
+            directive = directives.from_note(line, language=language)
+            if directive is not None:
+                found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})"))
+    else:
         for sentence in _SENTENCE.split(signal.content):
-            candidate = _directive(sentence.strip(), signal)
-            if candidate is not None:
-                found.append(candidate)
-    # One word ("Remember me?") is not a fact worth a memory entry.
-    return [candidate for candidate in found if len(tokens(candidate.text)) >= 2]
+            sentence = _without_redacted(sentence)
+            directive = directives.from_user(sentence.strip(), language=language)
+            if directive is not None:
+                found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})"))
+    # One word ("Remember me?") is not a fact worth an entry, and a secret the
+    # scanner redacted stays out of memory together with what was said about it.
+    return [c for c in found if len(text.tokens(c.text)) >= 2 and _REDACTED not in c.text]
 
 
-def _directive(sentence: str, signal: Signal) -> Candidate | None:
-    said = f"the user said so (log entry {signal.id})"
-    if match := _REMEMBER.match(sentence):
-        text = _clean(match.group("rest"))
-        target = USER if _FIRST_PERSON.search(text) else MEMORY
-        return Candidate(text, target, signal, f"the user asked to remember it (log entry {signal.id})")
-    if match := _FROM_NOW_ON.match(sentence):
-        return Candidate(_clean(match.group("rest")), USER, signal, f"a standing directive: {said}")
-    if match := _PLEASE_ALWAYS.match(sentence):
-        return Candidate(_clean(match.group("rest")), USER, signal, f"a standing directive: {said}")
-    if _PREFERENCE.match(sentence):
-        return Candidate(_clean(sentence), USER, signal, f"a stated preference: {said}")
-    return None
+_CLAUSE = re.compile(r",\s+(?:and|but|also)\s+|;\s+|,\s+(?=(?:my|i|the)\b)", re.IGNORECASE)
+
+
+def _without_redacted(sentence: str) -> str:
+    """The sentence without the clauses that held a secret the scanner
+    redacted ("…, and my password is [REDACTED:…]"): nothing said about a
+    secret is kept, the rest of the sentence is."""
+    if _REDACTED not in sentence:
+        return sentence
+    clauses = [clause for clause in _CLAUSE.split(sentence) if _REDACTED not in clause]
+    return ", ".join(clauses)
+
+
+def _candidate(directive: directives.Directive, signal: Signal, why: str) -> Candidate:
+    entry = dates.resolve_relative(directive.text, at=signal.created_at, language=directive.language)
+    return Candidate(entry, directive.target, signal, why, directive.language)
+
+
+def understood(signal: Signal) -> tuple[bool, str]:
+    """Whether the heuristic can read this log entry at all, and its language."""
+    if signal.role not in ("note", "user"):
+        return True, ""
+    language = directives.detect_language(signal.content)
+    return language != "other", language
+
+
+_FIRST_PERSON_ENTRY = re.compile(r"^(?:i|i'm|i’m|i'd|i’d|my|ich|mein|yo|mi|je|j['’]|mon|ma)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -206,7 +204,7 @@ class _Item:
     text: str
     age: tuple[int, int]  # (0, position) for prior entries, (1, log id) for new ones: smaller is older
     evidence: list[int] = field(default_factory=list)
-    confirmations: int = 0
+    sources: set[str] = field(default_factory=set)  # roles that said it in this run: user | note
 
     @property
     def is_heading(self) -> bool:
@@ -217,19 +215,27 @@ class HeuristicBackend:
     name = "heuristic"
 
     def consolidate(
-        self, *, agent_slug: str, files: dict[str, FileState], signals: list[Signal], now: datetime
+        self, *, agent_slug: str, files: dict[str, FileState], signals: list[Signal], now: datetime,
+        limits: RunLimits | None = None,
     ) -> BackendResult:
         changes: list[Change] = []
-        items = {kind: [_Item(text, (0, i)) for i, text in enumerate(state.entries)] for kind, state in files.items()}
+        items = {
+            kind: [_Item(entry, (0, i), list(state.evidence_of(i))) for i, entry in enumerate(state.entries)]
+            for kind, state in files.items()
+        }
         for kind in items:
             items[kind] = self._merge_existing(kind, items[kind], changes)
+        not_understood: list[dict[str, object]] = []
         for signal in sorted(signals, key=lambda s: s.id):
-            for candidate in extract(signal):
+            readable, language = understood(signal)
+            if not readable:
+                not_understood.append({"id": signal.id, "language": "other"})
+                continue
+            for candidate in extract(signal, language):
                 if candidate.file in items and candidate.text:
                     self._absorb(candidate, items[candidate.file], changes, now)
         for kind in items:
             items[kind] = self._expire(kind, items[kind], changes, now)
-            items[kind] = self._cap(kind, items[kind], files[kind].limit, changes)
         return BackendResult(
             files={kind: [item.text for item in kind_items] for kind, kind_items in items.items()},
             changes=changes,
@@ -237,6 +243,7 @@ class HeuristicBackend:
             tokens_in=0,
             tokens_out=0,
             cost_usd=Decimal("0"),
+            not_understood=not_understood,
         )
 
     # --- the rules -------------------------------------------------------------------
@@ -245,75 +252,97 @@ class HeuristicBackend:
         kept: list[_Item] = []
         for item in items:
             keeper = None if item.is_heading else next(
-                (k for k in kept if not k.is_heading and is_near_duplicate(k.text, item.text)), None
+                (k for k in kept if not k.is_heading and text.same_fact(k.text, item.text)), None
             )
             if keeper is None:
                 kept.append(item)
                 continue
-            keeper.confirmations += 1
+            keeper.evidence.extend(i for i in item.evidence if i not in keeper.evidence)
             changes.append(Change(
                 kind="merge",
                 file=kind,
                 summary=f"Merge duplicate entries of {kind} into: {keeper.text}",
-                reason=f'"{item.text}" repeats "{keeper.text}"; one entry is kept.',
-                evidence=(),
+                reason=f'"{item.text}" says what "{keeper.text}" says; one entry is kept.',
+                evidence=tuple(keeper.evidence),
                 before=item.text,
                 after=keeper.text,
             ))
         return kept
 
     def _absorb(self, candidate: Candidate, items: list[_Item], changes: list[Change], now: datetime) -> None:
-        kind, text, log_id = candidate.file, candidate.text, candidate.signal.id
-        if is_expired(text, now):
+        kind, new_text, log_id, role = candidate.file, candidate.text, candidate.signal.id, candidate.signal.role
+        if dates.is_expired(new_text, now):
             return
         facts = [item for item in items if not item.is_heading]
-        duplicate = next((item for item in facts if is_near_duplicate(item.text, text)), None)
+        duplicate = next((item for item in facts if text.same_fact(item.text, new_text)), None)
         if duplicate is not None:
             if log_id not in duplicate.evidence:
                 duplicate.evidence.append(log_id)
-            duplicate.confirmations += 1
+            duplicate.sources.add(role)
+            before = duplicate.text
+            if _FIRST_PERSON_ENTRY.match(before) and not _FIRST_PERSON_ENTRY.match(new_text):
+                duplicate.text = new_text  # the directive's wording replaces a chat fragment
             changes.append(Change(
                 kind="merge",
                 file=kind,
                 summary=f"Merge a repeated statement into {kind}: {duplicate.text}",
-                reason=f'"{text}" says again what "{duplicate.text}" says ({candidate.why}); '
+                reason=f'"{new_text}" says again what "{before}" says ({candidate.why}); '
                 "it confirms the entry instead of adding a duplicate.",
                 evidence=tuple(duplicate.evidence),
-                before=text,
+                before=before if before != duplicate.text else new_text,
                 after=duplicate.text,
             ))
             return
         for item in facts:
-            why = same_subject(item.text, text)
+            why = same_slot(item.text, new_text)
             if why is None:
                 continue
-            before = item.text
-            item.text, item.age, item.evidence, item.confirmations = text, (1, log_id), [log_id], 0
+            if role == "note" and "user" in item.sources:
+                # The user said otherwise in this run: their word stands.
+                changes.append(Change(
+                    kind="conflict",
+                    file=kind,
+                    summary=f'Contradiction: the agent noted "{new_text}", but the user said "{item.text}"',
+                    reason=f"{why}; the user's own statement is kept and the agent's note is not applied. "
+                    "Check which one is right.",
+                    evidence=(*item.evidence, log_id),
+                    flag="contradiction",
+                ))
+                return
+            before, before_sources = item.text, set(item.sources)
+            contradiction = (role == "user" and "note" in before_sources) or (role == "note" and item.age[0] == 0)
+            item.text, item.age, item.evidence, item.sources = new_text, (1, log_id), [log_id], {role}
+            reason = f"Replaced in place by a newer statement on the same subject: {why}; {candidate.why}."
+            if contradiction:
+                reason += (" The agent's note and the user's statement disagree here; the user's word is kept."
+                           if role == "user" else
+                           " Only an agent note says so: check it against what the user said.")
             changes.append(Change(
                 kind="supersede",
                 file=kind,
-                summary=f"Supersede in {kind}: {before} → {text}",
-                reason=f'Replaced in place by a newer statement on the same subject: {why}; {candidate.why}.',
+                summary=f"Supersede in {kind}: {before} → {new_text}",
+                reason=reason,
                 evidence=(log_id,),
                 before=before,
-                after=text,
+                after=new_text,
+                flag="contradiction" if contradiction else None,
             ))
             return
-        items.append(_Item(text, (1, log_id), [log_id]))
+        items.append(_Item(new_text, (1, log_id), [log_id], {role}))
         changes.append(Change(
             kind="add",
             file=kind,
-            summary=f"Add to {kind}: {text}",
+            summary=f"Add to {kind}: {new_text}",
             reason=f"New: {candidate.why}.",
             evidence=(log_id,),
             before=None,
-            after=text,
+            after=new_text,
         ))
 
     def _expire(self, kind: str, items: list[_Item], changes: list[Change], now: datetime) -> list[_Item]:
         kept: list[_Item] = []
         for item in items:
-            found = None if item.is_heading else expiry_of(item.text)
+            found = None if item.is_heading else dates.expiry_of(item.text)
             if found is None or found[1] >= now.date():
                 kept.append(item)
                 continue
@@ -329,23 +358,5 @@ class HeuristicBackend:
             ))
         return kept
 
-    def _cap(self, kind: str, items: list[_Item], limit: int, changes: list[Change]) -> list[_Item]:
-        items = list(items)
-        while len(md.render(item.text for item in items)) > limit:
-            facts = [item for item in items if not item.is_heading]
-            if not facts:
-                break
-            victim = min(facts, key=lambda item: (item.confirmations, item.age))
-            items.remove(victim)
-            times = "once" if victim.confirmations == 1 else f"{victim.confirmations} times"
-            changes.append(Change(
-                kind="drop",
-                file=kind,
-                summary=f"Drop from {kind}: {victim.text}",
-                reason=f"{kind} is over its {limit:,}-character cap; this is the oldest of the least-confirmed "
-                f"entries (confirmed {times} in this run).",
-                evidence=tuple(victim.evidence),
-                before=victim.text,
-                after=None,
-            ))
-        return items
+
+__all__ = ("USER", "MEMORY", "HeuristicBackend", "extract", "same_slot", "understood")

@@ -154,7 +154,8 @@ def test_the_gate_costs_the_same_few_queries_for_many_pairs(now: datetime, djang
         past_run(agent, "u1", now - timedelta(days=2))
         core.write_memory(agent=agent, kind="MEMORY.md", user_ref="u4", content="x" * 90)
 
-    with django_assert_num_queries(4):
+    # Sessions, near-cap files, run history, pair states, gate hours.
+    with django_assert_num_queries(5):
         pairs = services.eligible_pairs(now=now)
 
     assert len(pairs) == 8

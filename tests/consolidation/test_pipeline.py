@@ -45,10 +45,11 @@ def change(kind: str, *, before: str | None = None, after: str | None = None, ev
 
 
 def prune(prior: tuple[str, ...], new: list[str], changes: list[Change], *, limit: int = 2000,
-          signals: tuple[int, ...] = (1, 2, 3)) -> list[pipeline.FilePlan]:
-    files = {"MEMORY.md": state("MEMORY.md", *prior, limit=limit)}
-    result = BackendResult(files={"MEMORY.md": new}, changes=changes)
-    return pipeline.prune_and_index(files=files, result=result, signals=[signal(i) for i in signals])
+          signals: tuple[int, ...] = (1, 2, 3), kind: str = "MEMORY.md") -> list[pipeline.FilePlan]:
+    files = {kind: state(kind, *prior, limit=limit)}
+    changes = [Change(**{**c.__dict__, "file": kind}) for c in changes]
+    result = BackendResult(files={kind: new}, changes=changes)
+    return pipeline.prune_and_index(files=files, result=result, signals=[signal(i) for i in signals], now=NOW)
 
 
 def guard_of(prior: tuple[str, ...], new: list[str], changes: list[Change], **kwargs: Any) -> pipeline.GuardError:
@@ -76,11 +77,11 @@ def test_entries_parse_list_items_headings_continuations_and_plain_lines() -> No
 
 
 @pytest.mark.django_db
-def test_orient_reads_the_approved_files_not_pending_proposals() -> None:
+def test_orient_reads_the_approved_files_and_ignores_other_pending_proposals() -> None:
     agent = AgentFactory(limit_user=1500)
     services.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="- Call me Dana\n- Uses vim\n")
-    services.propose_change(agent=agent, kind="USER.md", user_ref="u1", content="- pending\n",
-                            source=Source.CONSOLIDATION)
+    services.propose_change(agent=agent, kind="USER.md", user_ref="u1", content="- an agent's pending edit\n",
+                            source=Source.AGENT)
     services.write_memory(agent=agent, kind="USER.md", user_ref="u2", content="- someone else\n")
 
     files = pipeline.orient(agent=agent, user_ref="u1")
@@ -88,6 +89,45 @@ def test_orient_reads_the_approved_files_not_pending_proposals() -> None:
     assert files["USER.md"] == FileState(kind="USER.md", version=1, content="- Call me Dana\n- Uses vim\n",
                                          limit=1500, entries=("Call me Dana", "Uses vim"))
     assert files["MEMORY.md"] == FileState(kind="MEMORY.md", version=0, content="", limit=5000, entries=())
+
+
+@pytest.mark.django_db
+def test_orient_starts_from_an_undecided_consolidation_proposal_with_its_evidence() -> None:
+    agent = AgentFactory()
+    services.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="- Call me Dana\n")
+    rationale = [{"kind": "add", "file": "USER.md", "summary": "Add", "reason": "r", "evidence": [7, 8],
+                  "before": None, "after": "Lives in Lisbon."}]
+    pending = services.propose_change(agent=agent, kind="USER.md", user_ref="u1", rationale=rationale,
+                                      content="- Call me Dana\n- Lives in Lisbon.\n", source=Source.CONSOLIDATION)
+
+    state = pipeline.orient(agent=agent, user_ref="u1")["USER.md"]
+
+    assert (state.version, state.content) == (1, "- Call me Dana\n")  # the compare-and-swap base
+    assert state.entries == ("Call me Dana", "Lives in Lisbon.")
+    assert state.evidence == ((), (7, 8))
+    assert (state.carried_from, state.carried_status, state.base_entries) == (pending.pk, "pending",
+                                                                              ("Call me Dana",))
+
+
+@pytest.mark.django_db
+def test_orient_replays_a_stale_consolidation_proposal_onto_the_new_version() -> None:
+    agent = AgentFactory()
+    services.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="- Use npm\n")
+    rationale = [
+        {"kind": "supersede", "file": "USER.md", "summary": "s", "reason": "r", "evidence": [3],
+         "before": "Use npm", "after": "Use pnpm, not npm."},
+        {"kind": "add", "file": "USER.md", "summary": "a", "reason": "r", "evidence": [4], "before": None,
+         "after": "Lives in Lisbon."},
+    ]
+    services.propose_change(agent=agent, kind="USER.md", user_ref="u1", rationale=rationale,
+                            content="- Use pnpm, not npm.\n- Lives in Lisbon.\n", source=Source.CONSOLIDATION)
+    services.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="- Use npm\n- Likes tea\n")
+
+    state = pipeline.orient(agent=agent, user_ref="u1")["USER.md"]
+
+    assert state.version == 2 and state.carried_status == "stale"
+    assert state.entries == ("Use pnpm, not npm.", "Likes tea", "Lives in Lisbon.")
+    assert state.evidence == ((3,), (), (4,))
 
 
 # --- gather ------------------------------------------------------------------------------------------------
@@ -155,19 +195,74 @@ def test_it_plans_nothing_when_the_entries_do_not_change() -> None:
     assert prune(FOUR, list(FOUR), [change("merge", before="fact one", after="Fact one")]) == []
 
 
-def test_the_loss_guard_refuses_losing_more_than_a_quarter_of_the_entries() -> None:
-    changes = [change("expire", before="Fact one", evidence=()), change("drop", before="Fact two", evidence=())]
+FACTS = ("Deploys happen on Fridays", "Staging listens on port 5433", "Invoices go to ops@example.com",
+         "Dana reviews the release notes")
 
-    error = guard_of(FOUR, ["Fact three", "Fact four"], changes)
+
+def test_the_loss_guard_refuses_losing_more_than_a_quarter_of_the_information() -> None:
+    # An "expire" whose entry states no past expiry is a removal like any other.
+    changes = [change("expire", before=FACTS[0], evidence=()), change("drop", before=FACTS[1], evidence=())]
+
+    error = guard_of(FACTS, list(FACTS[2:]), changes)
 
     assert error.guard == "loss_guard"
-    assert "2 of its 4 entries" in error.reason and "more than a quarter" in error.reason
+    assert "50% of the information in its 4 prior entries" in error.reason
+    assert "more than a quarter" in error.reason
 
 
 def test_the_loss_guard_lets_a_quarter_through() -> None:
-    [plan] = prune(FOUR, ["Fact two", "Fact three", "Fact four"], [change("expire", before="Fact one", evidence=())])
+    [plan] = prune(FACTS, list(FACTS[1:]), [change("drop", before=FACTS[0], evidence=())])
 
-    assert plan.entries == ("Fact two", "Fact three", "Fact four")
+    assert plan.entries == FACTS[1:]
+
+
+def test_the_loss_guard_does_not_count_entries_whose_stated_expiry_passed() -> None:
+    prior = ("On call until 2026-05-01", "Freeze until 2026-05-20", *FACTS[:2])
+    changes = [change("expire", before=prior[0], evidence=()), change("expire", before=prior[1], evidence=())]
+    files = {"MEMORY.md": state("MEMORY.md", *prior)}
+
+    [plan] = pipeline.prune_and_index(files=files, result=BackendResult(files={"MEMORY.md": list(FACTS[:2])},
+                                                                        changes=changes), signals=[], now=NOW)
+
+    assert plan.entries == FACTS[:2]
+
+
+def test_the_loss_guard_counts_a_merge_that_keeps_nothing() -> None:
+    # Today's hole: merge and update counted as keeping whatever they replaced.
+    merged = change("merge", before="\n".join(FACTS), after="Customer project notes exist", evidence=(1,))
+
+    error = guard_of(FACTS, ["Customer project notes exist"], [merged])
+
+    assert error.guard == "loss_guard" and "94% of the information" in error.reason
+
+
+def test_the_loss_guard_counts_updates_that_rename_every_entry() -> None:
+    updates = [change("update", before=fact, after=f"Note {i}", evidence=(1,)) for i, fact in enumerate(FACTS)]
+
+    error = guard_of(FACTS, [f"Note {i}" for i in range(4)], updates)
+
+    assert error.guard == "loss_guard"
+
+
+def test_a_merge_must_keep_the_numbers_names_and_ids_it_replaces() -> None:
+    prior = ("Staging listens on port 5433", "Staging runs Postgres 16", "Deploys happen on Fridays")
+    merged = change("merge", before="\n".join(prior[:2]), after="Staging runs Postgres on port 5433",
+                    evidence=(1,))
+
+    error = guard_of(prior, ["Staging runs Postgres on port 5433", prior[2]], [merged])
+
+    assert error.guard == "distinctive" and '"16"' in error.reason
+
+
+def test_a_merge_may_drop_a_number_it_names_in_its_reason() -> None:
+    prior = ("Staging listens on port 5433", "Staging runs Postgres 16", "Deploys happen on Fridays")
+    merged = Change(kind="merge", file="MEMORY.md", summary="m", evidence=(1,), before="\n".join(prior[:2]),
+                    after="Staging runs Postgres 17 on port 5433",
+                    reason="The user upgraded: 16 is no longer right.")
+
+    [plan] = prune(prior, ["Staging runs Postgres 17 on port 5433", prior[2]], [merged])
+
+    assert plan.entries[0] == "Staging runs Postgres 17 on port 5433"
 
 
 def test_superseded_and_merged_entries_are_replaced_not_lost() -> None:
@@ -212,24 +307,56 @@ def test_it_refuses_a_silent_removal() -> None:
     assert error.guard == "unexplained" and "Fact four" in error.reason
 
 
-def test_it_drops_the_oldest_entries_to_fit_the_cap_and_says_so() -> None:
-    prior = ("Fact one", "Fact two", "Fact three", "Fact four", "Fact five")
-    new = [*prior, "Fact six"]
-    limit = len(md.render(new)) - 1
-
-    [plan] = prune(prior, new, [change("add", after="Fact six")], limit=limit)
-
-    assert plan.entries == ("Fact two", "Fact three", "Fact four", "Fact five", "Fact six")
-    drop = plan.changes[-1]
-    assert (drop.kind, drop.before) == ("drop", "Fact one") and "over the cap" in drop.reason
+VERBOSE = (
+    "Prefers email for routine updates, because the phone is often on silent during meetings.",
+    "Deploys happen on Fridays (the team agreed on this in a retro).",
+    "Staging listens on port 5433; production uses the default port after the migration.",
+    "Prefers email for routine updates.",
+)
 
 
-def test_cap_drops_count_against_the_loss_guard() -> None:
-    new = [*FOUR, "A very long new fact " + "x" * 40]
+def test_an_over_cap_file_is_compressed_not_cut() -> None:
+    new = [*VERBOSE, "Reviews happen on Tuesdays."]
+    limit = 200
 
-    error = guard_of(FOUR, new, [change("add", after=new[-1])], limit=len(md.render(new)) - 30)
+    [plan] = prune(VERBOSE, new, [change("add", after=new[-1])], limit=limit)
 
-    assert error.guard == "loss_guard" and "dropped to fit the cap" in error.reason
+    assert len(plan.content) <= limit
+    # Longest first, and only until it fits: the last detail stays.
+    assert plan.entries == ("Deploys happen on Fridays (the team agreed on this in a retro).",
+                            "Staging listens on port 5433.", "Prefers email for routine updates.",
+                            "Reviews happen on Tuesdays.")
+    assert [c.kind for c in plan.changes] == ["add", "merge", "compress"]
+    assert plan.changes[1].before == VERBOSE[0] and plan.changes[1].after == VERBOSE[3]
+    assert "no number, name or id is lost" in plan.changes[2].reason
+
+
+def test_compressing_keeps_every_number_name_and_id() -> None:
+    entry = "Invoices go to ops@example.com (ask Dana Reyes for the 2026 archive) because finance moved."
+
+    shorter, changes = pipeline.compress(kind="MEMORY.md", entries=[entry], limit=10)
+
+    assert shorter == ["Invoices go to ops@example.com (ask Dana Reyes for the 2026 archive)."]
+    assert changes[0].kind == "compress"
+
+
+def test_a_hard_capped_file_that_cannot_be_compressed_enough_fails_instead_of_losing_facts() -> None:
+    prior = ("Lives in Lisbon", "Works at Acme", "Name is Dana")
+    new = [*prior, "Prefers email"]
+
+    error = guard_of(prior, new, [change("add", after="Prefers email")], limit=len(md.render(prior)) + 3,
+                     kind="USER.md")
+
+    assert error.guard == "cap" and "never drops facts" in error.reason
+
+
+def test_a_soft_capped_file_may_stay_over_its_cap_up_to_twice_when_nothing_more_can_go() -> None:
+    prior = ("Lives in Lisbon", "Works at Acme", "Name is Dana")
+    new = [*prior, "Prefers email"]
+
+    [plan] = prune(prior, new, [change("add", after="Prefers email")], limit=len(md.render(prior)) + 3)
+
+    assert plan.entries == tuple(new) and "stays over its soft cap" in plan.reason()
 
 
 def test_it_refuses_an_entry_longer_than_the_cap() -> None:
@@ -238,7 +365,12 @@ def test_it_refuses_an_entry_longer_than_the_cap() -> None:
     assert error.guard == "cap"
 
 
-def test_it_refuses_content_that_fails_the_scanner() -> None:
-    error = guard_of(FOUR, [*FOUR, INJECTION], [change("add", after=INJECTION)])
+def test_it_refuses_a_model_written_reason_that_fails_the_scanner() -> None:
+    files = {"MEMORY.md": state("MEMORY.md", *FOUR)}
+    sneaky = Change(kind="add", file="MEMORY.md", summary="Add", reason=INJECTION, evidence=(1,), after="Fact five")
+    result = BackendResult(files={"MEMORY.md": [*FOUR, "Fact five"]}, changes=[sneaky], model_written=True)
 
-    assert error.guard == "scanner" and "prompt_injection" in error.reason
+    with pytest.raises(pipeline.GuardError) as caught:
+        pipeline.prune_and_index(files=files, result=result, signals=[signal(1)])
+
+    assert caught.value.guard == "scanner" and "prompt_injection" in caught.value.reason

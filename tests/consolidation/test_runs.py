@@ -173,11 +173,11 @@ def test_a_run_proposes_both_files_with_evidence_and_serves_nothing_yet() -> Non
     user, memory = sorted(run.proposals.all(), key=lambda p: p.kind, reverse=True)
     assert (user.kind, user.base_version, user.source, user.status) == ("USER.md", 1, Source.CONSOLIDATION,
                                                                          ProposalStatus.PENDING)
-    assert user.proposed_content == "- Call me Dana\n- Use pnpm, not npm\n- I live in Lisbon\n"
+    assert user.proposed_content == "- Call me Dana\n- Use pnpm, not npm.\n- Lives in Lisbon.\n"
     assert [c["kind"] for c in user.rationale] == ["supersede", "add"]
     assert [c["evidence"] for c in user.rationale] == [[entries[0].pk], [entries[3].pk]]
     assert (memory.kind, memory.base_version, memory.proposed_content) == ("MEMORY.md", 0,
-                                                                           "- CI runs on GitHub Actions\n")
+                                                                           "- CI runs on GitHub Actions.\n")
     assert memory.rationale[0]["evidence"] == [entries[2].pk]
     assert core.read_memory(agent=agent, kind="USER.md", user_ref="u1").content == "- Call me Dana\n- Use npm\n"
     assert not core.read_memory(agent=agent, kind="MEMORY.md", user_ref="u1").exists
@@ -205,7 +205,7 @@ def test_the_next_run_starts_at_the_high_water_mark() -> None:
     assert second.status == RunStatus.SUCCEEDED
     assert second.counts["gather"]["entries"] == 1 and second.high_water_mark == newer[0].pk
     [latest] = second.proposals.all()
-    assert latest.proposed_content == "- CI runs on GitHub Actions\n- Deploys happen on Fridays\n"
+    assert latest.proposed_content == "- CI runs on GitHub Actions.\n- Deploys happen on Fridays.\n"
 
 
 @pytest.mark.django_db
@@ -226,7 +226,7 @@ def test_a_secret_and_an_injection_in_the_logs_never_reach_a_proposal() -> None:
     stored = json.dumps([proposal.proposed_content, proposal.diff, proposal.rationale, proposal.reason])
     assert AWS_KEY not in stored and "AKIA" not in stored
     assert "previous instructions" not in stored.lower()
-    assert proposal.proposed_content == "- I prefer short answers\n"
+    assert proposal.proposed_content == "- Prefers short answers.\n"
     assert run.counts["gather"]["filtered_entries"] == [
         {"id": secret.pk, "rule": "secret_api_key", "category": "secret"},
         {"id": injected.pk, "rule": "prompt_injection", "category": "prompt_injection"},
@@ -237,16 +237,19 @@ def test_a_secret_and_an_injection_in_the_logs_never_reach_a_proposal() -> None:
 
 
 @pytest.mark.django_db
-def test_the_loss_guard_fails_the_run_and_proposes_nothing() -> None:
-    agent = AgentFactory()
+def test_the_loss_guard_fails_the_run_and_proposes_nothing(llm: OpenAIServer) -> None:
+    agent = AgentFactory(consolidation_backend="llm")
     core.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content=(
-        "- Repo uses pytest\n- On call until 2020-01-31\n- Freeze until 2020-02-01\n- Deploys on Fridays\n"))
-    log(agent, "u1", ("note", "CI runs on GitHub Actions"))
+        "- Repo uses pytest 8\n- Staging listens on port 5433\n- Invoices go to ops@example.com\n"
+        "- Deploys on Fridays\n"))
+    [note] = log(agent, "u1", ("note", "CI runs on GitHub Actions"))
+    llm.reply(answer({"op": "merge", "file": "MEMORY.md", "target": [0, 1, 2, 3], "text": "Project notes exist",
+                      "reason": "Tidier.", "evidence": [note.pk]}))
 
     run = run_now(agent)
 
-    assert run.status == RunStatus.FAILED
-    assert run.error.startswith("Loss guard:") and "2 of its 4 entries" in run.error
+    assert run.status == RunStatus.FAILED and run.failure == "permanent"
+    assert run.error.startswith("Loss guard:") and "of the information in its 4 prior entries" in run.error
     assert run.counts["prune"] == {"guard": "loss_guard"}
     assert not Proposal.objects.exists()
     assert run.high_water_mark == 0  # a failed run consumes nothing
@@ -343,8 +346,8 @@ def test_an_over_cap_llm_answer_fails_the_run(llm: OpenAIServer) -> None:
     core.write_memory(agent=agent, kind="USER.md", user_ref="u1",
                       content="- Call me Dana\n- Lives in Lisbon\n- Likes tea\n- Uses vim\n")
     [note] = log(agent, "u1", ("user", "Remember that I like long walks"))
-    llm.reply(answer({"op": "add", "file": "USER.md", "text": "Likes long walks " + "very " * 20,
-                      "reason": "The user said so.", "evidence": [note.pk]}))
+    llm.reply(answer({"op": "add", "file": "USER.md", "reason": "The user said so.", "evidence": [note.pk],
+                      "text": "Likes long walks along the Tagus in Lisbon with Rex on Sundays at 7:00"}))
 
     run = run_now(agent)
 

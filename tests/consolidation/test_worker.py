@@ -97,8 +97,8 @@ def test_five_sessions_through_the_gate_and_a_real_worker_make_a_reviewable_prop
     assert set(proposals) == {"USER.md", "MEMORY.md"}
     assert (proposals["USER.md"].base_version, proposals["MEMORY.md"].base_version) == (1, 0)
     assert proposals["USER.md"].proposed_content == (
-        "- Call me Dana\n- Use pnpm, not npm\n- I live in Lisbon\n- I prefer concise answers\n")
-    assert proposals["MEMORY.md"].proposed_content == "- CI runs on GitHub Actions\n- Deploys happen on Fridays\n"
+        "- Call me Dana\n- Use pnpm, not npm.\n- Lives in Lisbon.\n- Prefers concise answers.\n")
+    assert proposals["MEMORY.md"].proposed_content == "- CI runs on GitHub Actions.\n- Deploys happen on Fridays.\n"
     for proposal in proposals.values():
         assert proposal.status == "pending" and proposal.source == "consolidation"
         for change in proposal.rationale:
