@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.utils import timezone
 
@@ -520,3 +521,150 @@ def check_sqlite_index_stays_in_sync(agent):
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM memoryhub_logentry_fts WHERE memoryhub_logentry_fts MATCH 'zebracorn'")
         assert cursor.fetchone() == (0,)
+
+
+# --- reading a hit whole ------------------------------------------------------------------
+
+
+def test_it_reads_a_log_hit_whole(agent):
+    long_text = "The customer called about the parcel. " + "Details follow. " * 40 + "The end."
+    log(agent, "u1", long_text)
+    [hit] = search.search(agent=agent, user_ref="u1", query="parcel")
+
+    entry = search.read_entry(agent=agent, user_ref="u1", entry_id=hit.entry)
+
+    assert len(hit.snippet) < len(long_text)
+    assert (entry.id, entry.session, entry.role, entry.content) == (hit.entry, hit.session, "note", long_text)
+    assert entry.blocked == ()
+
+
+def test_it_reads_an_entry_through_the_scanner(agent):
+    log(agent, "u1", f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n")
+    [hit] = search.search(agent=agent, user_ref="u1", query="billing")
+
+    entry = search.read_entry(agent=agent, user_ref="u1", entry_id=hit.entry)
+
+    assert FAKE_AWS_KEY not in entry.content
+    assert entry.content == "- rotate the billing credentials\n[BLOCKED: secret_api_key]\n"
+    assert entry.blocked == ("secret_api_key",)
+
+
+def test_it_reads_no_other_agents_or_users_entry(matrix):
+    [mine] = [h for h in search.search(agent=matrix["a"], user_ref="x", query="axlog") if h.source == "log"]
+
+    assert search.read_entry(agent=matrix["a"], user_ref="x", entry_id=mine.entry).content.endswith("axlog")
+    for agent, user in ((matrix["a"], "y"), (matrix["b"], "x"), (matrix["b"], "y")):
+        with pytest.raises(errors.NotFound):
+            search.read_entry(agent=agent, user_ref=user, entry_id=mine.entry)
+    for missing in (mine.entry + 10_000, 0, 2**63, 10**30):
+        with pytest.raises(errors.NotFound):
+            search.read_entry(agent=matrix["a"], user_ref="x", entry_id=missing)
+
+
+# --- the API -----------------------------------------------------------------------------
+
+
+def test_the_api_answers_hits_that_open_whole(agent):
+    session = log(agent, "u1", "Ana prefers emails to telephone calls. " + "More detail. " * 30)
+    client = agent_client(agent)
+
+    [hit] = client.get("/api/v1/memory/search", {"q": "email", "user": "u1"}).json()["results"]
+    response = client.get(f"/api/v1/memory/search/{hit['entry']}", {"user": "u1"})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"entry", "session", "role", "content", "created_at", "blocked"}
+    assert (body["entry"], body["session"], body["role"]) == (hit["entry"], session.pk, "note")
+    assert body["content"].startswith("Ana prefers emails") and body["content"].endswith("More detail. ")
+    assert body["created_at"] == hit["created_at"]
+
+
+def test_the_api_answers_404_for_another_agents_or_users_entry(matrix):
+    [hit] = [h for h in search.search(agent=matrix["a"], user_ref="x", query="axlog") if h.source == "log"]
+    own, other = agent_client(matrix["a"]), agent_client(matrix["b"])
+
+    assert own.get(f"/api/v1/memory/search/{hit.entry}?user=x").status_code == 200
+    for client, user in ((own, "y"), (other, "x")):
+        response = client.get(f"/api/v1/memory/search/{hit.entry}?user={user}")
+        assert response.status_code == 404 and error_code(response) == "not_found"
+        assert "axlog" not in response.content.decode()
+    response = own.get(f"/api/v1/memory/search/{10**30}?user=x")
+    assert response.status_code == 404 and error_code(response) == "not_found"
+
+
+def test_the_api_needs_the_user_to_read_an_entry(agent):
+    session = log(agent, "u1", "zebracorn")
+    entry = LogEntry.objects.get(session=session)
+
+    response = agent_client(agent).get(f"/api/v1/memory/search/{entry.pk}")
+
+    assert response.status_code == 400 and error_code(response) == "invalid"
+    assert response.json()["error"]["field"] == "user"
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        *[({"q": query}, "q") for query, _ in BAD_QUERIES if "\x00" not in query],
+        ({}, "q"),
+        ({"q": "foo", "limit": "1000000000000000000000"}, "limit"),
+        ({"q": "foo", "limit": "lots"}, "limit"),
+        ({"q": "foo", "limit": "0"}, "limit"),
+    ],
+)
+def test_the_api_answers_400_with_a_sentence_for_bad_input(agent, params, field):
+    log(agent, "u1", "foo")
+
+    response = agent_client(agent).get("/api/v1/memory/search", {**params, "user": "u1"})
+
+    assert response.status_code == 400 and error_code(response) == "invalid"
+    error = response.json()["error"]
+    assert error["field"] == field and error["detail"].endswith(".")
+
+
+def test_the_api_answers_400_for_nul_in_the_query(agent):
+    response = agent_client(agent).get("/api/v1/memory/search?q=foo%00bar&user=u1")
+
+    assert response.status_code == 400 and error_code(response) == "invalid"
+    assert "control character" in response.json()["error"]["detail"]
+
+
+# --- more than one backend -------------------------------------------------------------------
+
+
+class NewestEntries:
+    """A second ranker beside the keyword one: the pair's newest log entries,
+    whatever the query. Enough to show fusion, with no model to load."""
+
+    def rank(self, *, agent, user_ref, query, limit, now):
+        entries = LogEntry.objects.filter(agent=agent, user_ref=user_ref or "").order_by("-id")[:limit]
+        return [
+            search.Candidate(
+                hit=search.SearchHit(source="log", snippet="", score=float(-rank), created_at=e.created_at,
+                                     session=e.session_id, entry=e.pk, role=e.role),
+                content=e.content, raw_snippet=e.content,
+            )
+            for rank, e in enumerate(entries)
+        ]
+
+
+def test_it_fuses_the_rankings_of_several_backends(agent, settings, monkeypatch):
+    log(agent, "u1", "parcel parcel parcel lost", "a note that says nothing", "parcel found")
+    monkeypatch.setitem(search.BACKENDS, "newest", NewestEntries())
+    settings.MEMORYHUB_SEARCH_BACKENDS = ("keyword", "newest")
+
+    hits = search.search(agent=agent, user_ref="u1", query="parcel", limit=3)
+
+    # Keyword ranks the threefold parcel first, "newest" the found parcel;
+    # the found parcel is second for keyword, the lost one third for newest.
+    assert [h.snippet.replace(MARK, "")[:12] for h in hits] == ["parcel found", "parcel parce", "a note that "]
+    assert hits[0].score == pytest.approx(1 / (search.RRF_K + 2) + 1 / (search.RRF_K + 1))
+    assert hits[1].score == pytest.approx(1 / (search.RRF_K + 1) + 1 / (search.RRF_K + 3))
+    assert hits[2].score == pytest.approx(1 / (search.RRF_K + 2))
+
+
+def test_it_refuses_an_unknown_backend(agent, settings):
+    settings.MEMORYHUB_SEARCH_BACKENDS = ("keyword", "telepathy")
+
+    with pytest.raises(ImproperlyConfigured, match="telepathy"):
+        search.search(agent=agent, user_ref="u1", query="parcel")
