@@ -92,8 +92,7 @@ _PG_HEADLINE_OPTIONS = "StartSel=**, StopSel=**, MaxFragments=1, MaxWords=30, Mi
 # PostgreSQL's english.stop (what its 'english' configuration drops), and the
 # commonest function words of German, Spanish and French, less those that
 # are also English content words ("die", "son", "con", "war", "hat").
-STOP_WORDS = frozenset(
-    """
+_STOP_WORDS = """
     i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
     herself it its itself they them their theirs themselves what which who whom this that these those am is
     are was were be been being have has had having do does did doing a an the and but if or because as until
@@ -110,8 +109,8 @@ STOP_WORDS = frozenset(
 
     le les une des du et ou au aux avec pour par sur dans est sont je il elle nous vous ils elles ce cette ces
     qui quoi comment mon ma mes sa ses ne pas
-    """.split()
-)
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
 @dataclass(frozen=True)
@@ -540,10 +539,7 @@ def _with_safe_snippet(candidate: Candidate, query: Query) -> SearchHit:
     So when the text has a blocked entry, the snippet is cut again from the
     served text, where that entry already reads [BLOCKED: rule]."""
     served = context.serve_untrusted(candidate.content)
-    if served.blocked:
-        snippet = _window(served.text, query)
-    else:
-        snippet = _clip(candidate.raw_snippet, query)
+    snippet = _window(served.text, query) if served.blocked else _clip(candidate.raw_snippet, query)
     return replace(candidate.hit, snippet=context.serve_untrusted(snippet).text)
 
 
