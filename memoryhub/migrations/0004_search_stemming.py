@@ -4,14 +4,21 @@ Agents search with the words they think of, not the ones a log used:
 "emails" must find "email", "invoices" "invoice". Memory is multilingual,
 so a German, Spanish or French word must still be found as written.
 
-PostgreSQL: one GIN expression index per table over
+PostgreSQL: a stored generated column `search_vector` on both tables,
     to_tsvector('english', content) || to_tsvector('simple', content)
-The 'english' half stems (Snowball) and drops English stop words; the
-'simple' half keeps every word exactly as written, in any language, stop
-words included. A query term matches either half; a hit that has the exact
-form matches both and ranks a little higher. The expression must stay the
-one search.py queries, character for character, or the planner cannot use
-the index (tests/memoryhub/test_search.py checks the plan).
+with a GIN index on it. The 'english' half stems (Snowball) and drops
+English stop words; the 'simple' half keeps every word exactly as written,
+in any language, stop words included. A query term matches either half; a
+hit that has the exact form matches both and ranks a little higher.
+A stored column rather than 0003's expression index because ranking needs
+the vector of every row it ranks, and a search scoped to one pair is
+usually served by the pair's btree index, not the GIN one: recomputing two
+vectors per row (~60 µs for a short log entry) was most of a search's time
+(docs/benchmarks.md). Django does not know the column; it is never written
+or selected by the ORM, and PostgreSQL recomputes it when a redaction
+rewrites `content`. Caveat: PostgreSQL refuses to change the type of a
+column a generated column uses, so a migration that alters `content` must
+drop the column first and run this one's `forwards` again.
 
 SQLite: the FTS5 external-content tables of 0003 again, now tokenised by
 `porter unicode61` (Porter stemming over unicode61's case and diacritic
@@ -38,17 +45,26 @@ TABLES = (
     ("memoryhub_logentry", "memoryhub_logentry_fts"),
 )
 
-PG_STEMMED = "(to_tsvector('english'::regconfig, content) || to_tsvector('simple'::regconfig, content))"
-PG_EXACT = "to_tsvector('simple', content)"  # migration 0003's
+PG_VECTOR = "to_tsvector('english'::regconfig, content) || to_tsvector('simple'::regconfig, content)"
 
 
-def _pg(base: str, name: str, expression: str) -> list[str]:
-    # Not CONCURRENTLY: that needs a non-atomic migration; a deployment with
-    # a large log table can build the new index by hand first (same name,
-    # same expression) and this migration then only swaps names.
+def _pg_forwards(base: str, name: str) -> list[str]:
+    # Adding a stored column rewrites the table under a lock, and the index
+    # is not built CONCURRENTLY (that needs a non-atomic migration): fine
+    # while no deployment has a log table worth a lock-free build.
     return [
         f"DROP INDEX IF EXISTS {name};",
-        f"CREATE INDEX {name} ON {base} USING GIN ({expression});",
+        f"ALTER TABLE {base} ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({PG_VECTOR}) STORED;",
+        f"CREATE INDEX {name} ON {base} USING GIN (search_vector);",
+    ]
+
+
+def _pg_backwards(base: str, name: str) -> list[str]:
+    return [
+        f"DROP INDEX IF EXISTS {name};",
+        f"ALTER TABLE {base} DROP COLUMN IF EXISTS search_vector;",
+        # Migration 0003's index.
+        f"CREATE INDEX {name} ON {base} USING GIN (to_tsvector('simple', content));",
     ]
 
 
@@ -77,7 +93,7 @@ def _run(schema_editor: Any, *, forwards: bool) -> None:
     statements: list[str] = []
     for base, name in TABLES:
         if vendor == "postgresql":
-            statements += _pg(base, name, PG_STEMMED if forwards else PG_EXACT)
+            statements += _pg_forwards(base, name) if forwards else _pg_backwards(base, name)
         elif vendor == "sqlite":
             options = "tokenize='porter unicode61', prefix='2 3'" if forwards else "tokenize='unicode61'"
             statements += _sqlite(base, name, options)

@@ -419,6 +419,25 @@ def test_it_blocks_a_secret_the_highlight_would_split(agent):
     assert FAKE_GITHUB_TOKEN[4:] not in hit.snippet
 
 
+def test_it_keeps_the_scanners_verdict_on_a_text_it_saw(agent):
+    text = f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n"
+    first = search._served.serve(text)
+
+    assert search._served.serve(text) is first
+    assert first.blocked == ("secret_api_key",) and FAKE_AWS_KEY not in first.text
+    assert search._served.serve(text + " ") is not first
+    huge = "clean words " * 1000
+    assert search._served.serve(huge) is not search._served.serve(huge)
+
+
+def test_it_blocks_a_secret_in_every_search_not_just_the_first(agent):
+    log(agent, "u1", f"Deploy with access key {FAKE_AWS_KEY} please.")
+
+    for _ in range(3):
+        [hit] = search.search(agent=agent, user_ref="u1", query="deploy")
+        assert hit.snippet.startswith("[BLOCKED: secret_api_key]")
+
+
 def test_it_cuts_a_snippet_out_of_one_enormous_word(agent):
     log(agent, "u1", "blob " + "Q" * 15_000 + " zebracorn " + "Z" * 4000)
 
@@ -491,7 +510,7 @@ def check_gin_indexes_are_used():
             ("memoryhub_memoryfile", "memoryhub_memoryfile_fts"),
             ("memoryhub_logentry", "memoryhub_logentry_fts"),
         ):
-            vector = search._PG_VECTOR.format(col="t.content")
+            vector = search._PG_VECTOR.format(alias="t")
             cursor.execute(
                 f"EXPLAIN SELECT t.id FROM {table} AS t WHERE {vector} @@ {search._pg_query('%s')}",
                 ["zebracorn", "zebracorn"],
