@@ -14,7 +14,7 @@ French stop words are dropped unless the query has nothing else. Nothing in
 a query reaches an engine's own syntax: the terms are rebuilt from words.
 
 Stemming (migration 0004). PostgreSQL keeps each text's tsvector in a
-stored column, `search_vector`, with a GIN index: the text stemmed by
+stored column, `search_vector` (GIN-indexed on the log table): the text stemmed by
 'english' and word for word by 'simple'; a term matches either half, so "emails" finds "email" and "Kontoeröffnung" or
 "vendredi" are still found exactly as written. SQLite tokenises with FTS5's
 `porter unicode61`, which stems English and folds case and diacritics in
@@ -86,7 +86,7 @@ _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r'"([^"]*)"\*?|([^\W_]+)(\*?)|(\*)')
 
 # Migration 0004's stored column: to_tsvector('english', content) ||
-# to_tsvector('simple', content), GIN-indexed.
+# to_tsvector('simple', content); GIN-indexed on memoryhub_logentry.
 _PG_VECTOR = "{alias}.search_vector"
 # ShortWord=0: the default (3) trims words of up to three letters from both
 # ends of a headline, and memory is full of short facts ("in EUR", "Bob").
@@ -383,27 +383,56 @@ def _pg_query(text: str) -> str:
     return f"(to_tsquery('english', {text}) || to_tsquery('simple', {text}))"
 
 
+# A pair with up to this many log entries is searched by reading all of them
+# through the pair's btree index (~3 µs an entry with the stored vector);
+# a larger one leaves the plan to PostgreSQL, which can use the GIN index.
+# Left to itself on a small pair, the planner picks the GIN index for a
+# phrase of common words and walks posting lists of ~10⁵ entries: 15 ms
+# instead of 0.3 ms over 1,000,000 entries (docs/benchmarks.md).
+PAIR_SCAN_MAX = 2000
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where one branch of the ranking reads rows: a FROM item aliased `t`
+    and a condition, each with its parameters."""
+
+    from_sql: str
+    from_params: list[Any]
+    where_sql: str = "TRUE"
+    where_params: tuple[Any, ...] = ()
+
+
 def _pg_ranked(
-    *, table: str, columns: Sequence[str], scope: str, scope_params: list[Any], stamp: str, order: str,
-    query: Query, limit: int, now: datetime,
+    *, columns: Sequence[str], sources: Sequence[_Source], stamp: str, order: str, query: Query, limit: int,
+    now: datetime, prelude: str = "", prelude_params: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
     """The ranking SQL shared by files and logs; rows come back as
     (*columns, content, matched, score, headline). ts_headline parses the
-    whole text again, so it runs after the LIMIT."""
+    whole text again, so it runs after the LIMIT. The tsqueries are written
+    out at each use rather than shared through a CTE: with literal arguments
+    PostgreSQL folds them into constants when it plans."""
     vector = _PG_VECTOR.format(alias="t")
     any_term = " | ".join(f"({term.tsquery})" for term in query.terms)
     matched = " + ".join(f"({vector} @@ {_pg_query('%s')})::int" for _ in query.terms)
     age_days = f"greatest(extract(epoch from (%s - t.{stamp})), 0) / 86400.0"
     score = _score_sql(matched, f"ts_rank_cd({vector}, {_pg_query('%s')}, 1|32)", age_days)
-    # The tsqueries are written out at each use rather than shared through a
-    # CTE: with literal arguments PostgreSQL folds them into constants when
-    # it plans, and can then estimate how many rows the GIN index would give.
+    per_term = [p for term in query.terms for p in (term.tsquery, term.tsquery)]
+    selects: list[str] = []
+    params: list[Any] = list(prelude_params)
+    for source in sources:
+        selects.append(
+            f"SELECT {', '.join(f't.{c}' for c in columns)}, t.content, {matched} AS matched, {score} AS score "
+            f"FROM {source.from_sql} WHERE {source.where_sql} AND {vector} @@ {_pg_query('%s')}"
+        )
+        # `matched` appears twice: as a column and inside the score.
+        params += [*per_term, *per_term, any_term, any_term, now, *source.from_params, *source.where_params,
+                   any_term, any_term]
+    union = "\n            UNION ALL\n            ".join(selects)
     sql = f"""
-        WITH ranked AS (
-            SELECT {", ".join(f"t.{c}" for c in columns)}, t.content, {matched} AS matched, {score} AS score
-            FROM {table} AS t
-            WHERE {vector} @@ {_pg_query('%s')} AND {scope}
-            ORDER BY score DESC, t.id {order}
+        WITH {prelude}ranked AS (
+            {union}
+            ORDER BY score DESC, id {order}
             LIMIT %s
         )
         SELECT {", ".join(columns)}, content, matched, score,
@@ -411,33 +440,47 @@ def _pg_ranked(
         FROM ranked
         ORDER BY score DESC, id {order}
     """
-    per_term = [p for term in query.terms for p in (term.tsquery, term.tsquery)]
-    params = [
-        # `matched` appears twice: as a column and inside the score.
-        *per_term, *per_term, any_term, any_term, now,
-        any_term, any_term, *scope_params, limit,
-        any_term, any_term, _PG_HEADLINE_OPTIONS,
-    ]
-    return sql, params
+    return sql, [*params, limit, any_term, any_term, _PG_HEADLINE_OPTIONS]
 
 
 def _pg_files(*, agent: Agent, user_ref: str | None, query: Query, limit: int, now: datetime) -> list[Candidate]:
-    scope, scope_params = _file_scope("t", user_ref)
+    scope, scope_params = _file_scope("f", user_ref)
+    # A scope has at most five files, read by the unique (agent, user, kind)
+    # index; OFFSET 0 keeps the planner from filtering them any other way.
+    files = _Source(f"(SELECT * FROM memoryhub_memoryfile AS f WHERE {scope} OFFSET 0) AS t", [agent.pk, *scope_params])
     sql, params = _pg_ranked(
-        table="memoryhub_memoryfile", columns=("id", "kind", "version", "updated_at"), scope=scope,
-        scope_params=[agent.pk, *scope_params], stamp="updated_at", order="ASC", query=query, limit=limit, now=now,
+        columns=("id", "kind", "version", "updated_at"), sources=[files], stamp="updated_at", order="ASC",
+        query=query, limit=limit, now=now,
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [_file_candidate(*row[1:]) for row in cursor.fetchall()]
 
 
-def _pg_logs(*, agent: Agent, user_ref: str, query: Query, limit: int, now: datetime) -> list[Candidate]:
-    sql, params = _pg_ranked(
-        table="memoryhub_logentry", columns=("id", "session_id", "role", "created_at"),
-        scope="t.agent_id = %s AND t.user_ref = %s", scope_params=[agent.pk, user_ref], stamp="created_at",
-        order="DESC", query=query, limit=limit, now=now,
+def _pg_logs_sql(*, agent: Agent, user_ref: str, query: Query, limit: int, now: datetime) -> tuple[str, list[Any]]:
+    # Both branches are planned; the one whose pair-size condition is false
+    # is never executed (a one-time filter on the CTE's count).
+    pair = [agent.pk, user_ref]
+    size = (
+        "size AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM memoryhub_logentry "
+        f"WHERE agent_id = %s AND user_ref = %s LIMIT {PAIR_SCAN_MAX + 1}) AS s),\n        "
     )
+    small = _Source(
+        "(SELECT * FROM memoryhub_logentry WHERE agent_id = %s AND user_ref = %s OFFSET 0) AS t", pair,
+        f"(SELECT n FROM size) <= {PAIR_SCAN_MAX}",
+    )
+    large = _Source(
+        "memoryhub_logentry AS t", [],
+        f"(SELECT n FROM size) > {PAIR_SCAN_MAX} AND t.agent_id = %s AND t.user_ref = %s", tuple(pair),
+    )
+    return _pg_ranked(
+        columns=("id", "session_id", "role", "created_at"), sources=[small, large], stamp="created_at",
+        order="DESC", query=query, limit=limit, now=now, prelude=size, prelude_params=pair,
+    )
+
+
+def _pg_logs(*, agent: Agent, user_ref: str, query: Query, limit: int, now: datetime) -> list[Candidate]:
+    sql, params = _pg_logs_sql(agent=agent, user_ref=user_ref, query=query, limit=limit, now=now)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [_log_candidate(*row) for row in cursor.fetchall()]

@@ -6,7 +6,9 @@ so a German, Spanish or French word must still be found as written.
 
 PostgreSQL: a stored generated column `search_vector` on both tables,
     to_tsvector('english', content) || to_tsvector('simple', content)
-with a GIN index on it. The 'english' half stems (Snowball) and drops
+with a GIN index on the log table's. The file table loses 0003's GIN index:
+a search reads at most five files, through the unique (agent, user, kind)
+index, and the planner was better kept from the GIN one. The 'english' half stems (Snowball) and drops
 English stop words; the 'simple' half keeps every word exactly as written,
 in any language, stop words included. A query term matches either half; a
 hit that has the exact form matches both and ranks a little higher.
@@ -52,11 +54,13 @@ def _pg_forwards(base: str, name: str) -> list[str]:
     # Adding a stored column rewrites the table under a lock, and the index
     # is not built CONCURRENTLY (that needs a non-atomic migration): fine
     # while no deployment has a log table worth a lock-free build.
-    return [
+    statements = [
         f"DROP INDEX IF EXISTS {name};",
         f"ALTER TABLE {base} ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({PG_VECTOR}) STORED;",
-        f"CREATE INDEX {name} ON {base} USING GIN (search_vector);",
     ]
+    if base == "memoryhub_logentry":
+        statements.append(f"CREATE INDEX {name} ON {base} USING GIN (search_vector);")
+    return statements
 
 
 def _pg_backwards(base: str, name: str) -> list[str]:
