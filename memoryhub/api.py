@@ -332,3 +332,31 @@ class SessionEndView(AgentAPIView):
             session=services.get_session(agent=self.agent, session_id=session_id)
         )
         return Response({"id": session.pk, "ended_at": session.ended_at})
+
+
+class MemorySearchEntryView(AgentAPIView):
+    """A log entry whole, as a search hit's `entry` names it: the hit's
+    snippet is 200 characters, the entry can be a page. Scoped to the calling
+    agent and the user given; anyone else's entry is a 404."""
+
+    class OutputSerializer(serializers.Serializer):
+        entry = serializers.IntegerField()
+        session = serializers.IntegerField()
+        role = serializers.ChoiceField(choices=LogRole.values)
+        content = serializers.CharField(help_text="Re-scanned: a part a scanner rule catches reads [BLOCKED: rule].")
+        created_at = serializers.DateTimeField()
+        blocked = serializers.ListField(child=serializers.CharField())
+
+    @extend_schema(
+        operation_id="read_search_entry",
+        parameters=[
+            OpenApiParameter("entry_id", {"type": "integer", "minimum": 1}, OpenApiParameter.PATH,
+                             description="A search hit's `entry`."),
+            OpenApiParameter("user", USER_SCHEMA, OpenApiParameter.QUERY, required=True,
+                             description="The end user whose session logged the entry."),
+        ],
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request, entry_id: int) -> Response:
+        entry = search.read_entry(agent=self.agent, user_ref=user_param(request) or "", entry_id=entry_id)
+        return Response(entry.as_dict())

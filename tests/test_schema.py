@@ -105,8 +105,9 @@ def seed_data() -> Seeded:
     foreign = services.start_session(agent=elsewhere, user_ref="alice")
 
     open_sessions = [services.start_session(agent=agent, user_ref=user).pk for user in USERS * 3]
-    services.append_log(session=services.get_session(agent=agent, session_id=open_sessions[0]),
-                        entries=[{"role": "user", "content": "Call me Al; I ride a gravel bike now."}])
+    logged = services.append_log(session=services.get_session(agent=agent, session_id=open_sessions[0]),
+                                 entries=[{"role": "user", "content": "Call me Al; I ride a gravel bike now."}])
+    foreign_entry = services.append_log(session=foreign, entries=[{"role": "user", "content": "Not yours."}])
     ended = services.start_session(agent=agent, user_ref="alice")
     services.end_session(session=ended)
     run, _ = consolidation.trigger_run(agent=agent, user_ref="alice", user=reviewer)
@@ -160,6 +161,9 @@ def seed_data() -> Seeded:
             "session_id": [*open_sessions[:2], ended.pk, foreign.pk],
             "session_id/log": open_sessions,
             "run_id": [run.pk, run.pk, foreign_run.pk],
+            # Alice's entry (found with ?user=alice), and another agent's.
+            "entry_id": [logged[0].pk, logged[0].pk, foreign_entry[0].pk],
+            "user/{entry_id}": [USERS[0]],
         },
     )
 
@@ -191,10 +195,13 @@ def _with_user(query: dict[str, Any], user: str | None) -> dict[str, Any]:
 
 @schema.hook
 def flatmap_query(context: Any, query: dict[str, Any] | None) -> st.SearchStrategy[Any]:
-    """Name a seeded end user (or none, for the agent's own files)."""
+    """Name a seeded end user (or none, for the agent's own files); a pool
+    "user/<last path segment>" narrows that to the user the path's objects
+    belong to."""
     if not isinstance(query, dict) or "user" not in {p.name for p in context.operation.query}:
         return st.just(query)
-    return _half_the_time(query, st.sampled_from([*USERS, None]).map(lambda user: _with_user(query, user)))
+    users = _pool(context, "user") or [*USERS, None]
+    return _half_the_time(query, st.sampled_from(users).map(lambda user: _with_user(query, user)))
 
 
 _PLAIN_TEXT = st.text(st.characters(min_codepoint=32, exclude_categories=["Cs"]), min_size=1, max_size=80)

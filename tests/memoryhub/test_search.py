@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
+from django.utils import timezone
 
 from memoryhub import errors, immutability, search, services
 from memoryhub.models import LogEntry, MemoryFile
+from memoryhub.search import MARK
+from tests.api_helpers import agent_client, error_code
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -65,25 +72,172 @@ def test_it_ranks_the_more_relevant_match_first(agent):
     assert hits[0].score > hits[1].score
 
 
-def test_it_matches_every_word_of_the_query(agent):
-    log(agent, "u1", "The red car is fast.", "The red bike is slow.")
+def test_it_finds_a_hit_with_only_some_of_the_words(agent):
+    log(agent, "u1", "The red car is fast.", "The red bike is slow.", "A green tram.")
 
     hits = search.search(agent=agent, user_ref="u1", query="red car")
 
-    assert len(hits) == 1 and "**car**" in hits[0].snippet
+    assert [hit.matched for hit in hits] == [2, 1]
+    assert "**car**" in hits[0].snippet and "bike" in hits[1].snippet
+
+
+def test_it_ranks_a_hit_with_every_word_above_a_stronger_partial_one(agent):
+    # The partial match repeats its word (higher BM25) and is newer still.
+    log(agent, "u1", "Refund approved for the broken saddle.")
+    log(agent, "u1", "saddle saddle saddle: saddle sizes, saddle colours, saddle rails")
+
+    hits = search.search(agent=agent, user_ref="u1", query="saddle refund")
+
+    assert hits[0].snippet.startswith("**Refund**")
+    assert hits[0].score > hits[1].score and hits[0].matched == 2 > hits[1].matched
+
+
+def test_it_ranks_the_newer_of_two_equal_hits_first(agent):
+    session = services.start_session(agent=agent, user_ref="u1")
+    old = backdated(session, "Parcel delivered to the neighbour.", days=400)
+    new = backdated(session, "Parcel delivered to the neighbour.", days=1)
+
+    hits = search.search(agent=agent, user_ref="u1", query="parcel")
+
+    assert [hit.entry for hit in hits] == [new.pk, old.pk]
+    assert hits[0].score > hits[1].score
+
+
+def test_it_lets_relevance_outweigh_a_few_days_of_age(agent):
+    session = log(agent, "u1", *[f"Filler note {n}." for n in range(8)])
+    backdated(session, "Long note: " + "weather and lunch, " * 30 + "and the gearbox.", days=0)
+    focused = backdated(session, "Gearbox gearbox: the gearbox slips.", days=5)
+
+    hits = search.search(agent=agent, user_ref="u1", query="gearbox")
+
+    assert hits[0].entry == focused.pk
+
+
+def backdated(session, content, *, days):
+    return LogEntry.objects.create(
+        session=session, agent=session.agent, user_ref=session.user_ref, role="note", content=content,
+        created_at=timezone.now() - timedelta(days=days),
+    )
 
 
 def test_it_shapes_hits_for_the_api(agent):
     services.write_memory(agent=agent, kind="SOUL.md", content="I am a patient tutor.")
     session = log(agent, "u1", "The tutor explained fractions.")
+    entry = LogEntry.objects.get(session=session)
 
     hits = {hit.source: hit.as_dict() for hit in search.search(agent=agent, user_ref="u1", query="tutor")}
 
-    assert set(hits["file"]) == {"source", "file", "snippet", "score", "created_at"}
-    assert set(hits["log"]) == {"source", "session", "snippet", "score", "created_at"}
-    assert hits["file"]["file"] == "SOUL.md" and hits["log"]["session"] == session.pk
+    assert set(hits["file"]) == {"source", "file", "version", "snippet", "score", "matched", "created_at"}
+    assert set(hits["log"]) == {"source", "session", "entry", "role", "snippet", "score", "matched", "created_at"}
+    assert hits["file"]["file"] == "SOUL.md" and hits["file"]["version"] == 1
+    assert (hits["log"]["session"], hits["log"]["entry"], hits["log"]["role"]) == (session.pk, entry.pk, "note")
     assert hits["log"]["created_at"].endswith("Z") and "T" in hits["log"]["created_at"]
     assert isinstance(hits["file"]["score"], float)
+
+
+# --- stemming, phrases, prefixes -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("emails", "Send the email"),
+        ("email", "Emails bounce"),
+        ("invoice", "resend the invoices"),
+        ("telephone call", "Called him on the telephone"),
+        ("deliveries", "delivery is late"),
+        ("preferences", "prefers tea"),
+    ],
+)
+def test_it_finds_other_forms_of_a_word(agent, query, expected):
+    log(agent, "u1", "Send the email to Ana.", "Emails bounce from that domain.", "Please resend the invoices.",
+        "Called him on the telephone.", "The delivery is late.", "She prefers tea.", "Unrelated filler.")
+
+    hits = search.search(agent=agent, user_ref="u1", query=query)
+
+    assert any(expected in hit.snippet.replace(MARK, "") for hit in hits), snippets(hits)
+
+
+def test_it_ranks_the_exact_form_above_another_form(agent):
+    log(agent, "u1", "One email arrived.", "Two emails arrived.")
+
+    hits = search.search(agent=agent, user_ref="u1", query="emails")
+
+    assert "emails" in hits[0].snippet and len(hits) == 2
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["Rechnungen", "rechnungen", "Kündigung", "cumpleaños", "vendredi", "Geburtstag"],
+)
+def test_it_finds_german_spanish_and_french_words_as_written(agent, query):
+    log(agent, "u1", "Rechnungen bitte per Post, Kündigung zum Monatsende.", "Su cumpleaños es el 3 de mayo.",
+        "Rappeler vendredi matin.", "Geburtstag am Freitag.")
+
+    [hit] = search.search(agent=agent, user_ref="u1", query=query)
+
+    assert query.casefold() in hit.snippet.replace(MARK, "").casefold()
+
+
+def test_it_searches_stop_words_when_there_is_nothing_else(agent):
+    log(agent, "u1", "The Who played here.", "A quiet evening.")
+
+    [hit] = search.search(agent=agent, user_ref="u1", query="the who")
+
+    assert "played" in hit.snippet
+
+
+def test_it_ignores_stop_words_beside_real_words(agent):
+    log(agent, "u1", "How should I know what the time is?", "Contact the customer by email.")
+
+    hits = search.search(agent=agent, user_ref="u1", query="how should I contact the customer")
+
+    assert [hit.snippet.startswith("**Contact**") for hit in hits] == [True]
+
+
+def test_it_matches_a_phrase_only_in_order(agent):
+    log(agent, "u1", "The red car is fast.", "The car is red.")
+
+    hits = search.search(agent=agent, user_ref="u1", query='"red car"')
+
+    assert [hit.snippet.replace(MARK, "").rstrip(".") for hit in hits] == ["The red car is fast"]
+    assert "car**" in hits[0].snippet
+
+
+def test_it_counts_a_phrase_as_one_term_beside_words(agent):
+    log(agent, "u1", "Book the gravel bike for Tuesday.", "Gravel in the bike shed.", "Tuesday is free.")
+
+    hits = search.search(agent=agent, user_ref="u1", query='"gravel bike" tuesday')
+
+    assert hits[0].matched == 2 and "Book" in hits[0].snippet
+    assert {hit.matched for hit in hits[1:]} == {1}
+
+
+def test_it_matches_a_prefix(agent):
+    log(agent, "u1", "Resend the invoices.", "Involve the team.", "Nothing else.")
+
+    hits = search.search(agent=agent, user_ref="u1", query="invoi*")
+
+    assert [hit.snippet.replace(MARK, "").rstrip(".") for hit in hits] == ["Resend the invoices"]
+    assert len(search.search(agent=agent, user_ref="u1", query="inv*")) == 2
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("emails", [(("emails",), False)]),
+        ("invoi*", [(("invoi",), True)]),
+        ('"red car" fast', [(("red", "car"), False), (("fast",), False)]),
+        ("how should I contact the customer", [(("contact",), False), (("customer",), False)]),
+        ("the who", [(("the",), False), (("who",), False)]),
+        ("Car car CAR", [(("Car",), False)]),
+        ('foo_bar "x"* ^baz NEAR(qux)', [(("foo",), False), (("bar",), False), (("x",), False), (("baz",), False),
+                                         (("NEAR",), False), (("qux",), False)]),
+        ("wie soll ich den Kunden erreichen", [(("Kunden",), False), (("erreichen",), False)]),
+    ],
+)
+def test_it_parses_queries_into_terms(query, terms):
+    assert [(t.words, t.prefix) for t in search.parse_query(query).terms] == terms
 
 
 # --- scope ---------------------------------------------------------------------------
@@ -158,22 +312,22 @@ def test_it_forgets_old_content_after_a_new_version(agent):
     [
         '"foo" OR -bar (',
         "'; DROP TABLE memoryhub_memoryfile; --",
-        "*",
         "NEAR(",
         "NEAR(foo bar, 2)",
         "foo*",
         "^foo",
         "content:foo",
-        '"',
-        "()",
         "AND OR NOT",
         "-foo",
-        "%s %(x)s %",
-        "\\",
-        "foo\x00bar",
-        "_",
+        "%s %(x)s % foo",
+        "foo\\",
         "foo_",
-        "🦄",
+        "foo 🦄",
+        '"foo bar"*',
+        "foo:*",
+        "foo <-> bar",
+        "foo & !bar | (baz)",
+        "foo\tbar\nbaz",
     ],
 )
 def test_it_survives_query_syntax_in_user_input(agent, query):
@@ -182,18 +336,40 @@ def test_it_survives_query_syntax_in_user_input(agent, query):
 
     hits = search.search(agent=agent, user_ref="u1", query=query)
 
-    assert isinstance(hits, list)
+    assert all(hit.matched >= 1 for hit in hits)
     assert len(search.search(agent=agent, user_ref="u1", query="foo")) == 2
 
 
-@pytest.mark.parametrize("query", ["", "   ", "x" * 201])
-def test_it_refuses_an_empty_or_too_long_query(agent, query):
+BAD_QUERIES = [
+    ("", "1–200 characters"),
+    ("   ", "1–200 characters"),
+    ("x" * 201, "201 characters"),
+    ("()", "no words"),
+    ("?!…", "no words"),
+    ("🦄", "no words"),
+    ("_", "no words"),
+    ('"', "unmatched double quote"),
+    ('"foo bar', "unmatched double quote"),
+    ('foo "bar" "', "unmatched double quote"),
+    ("*", "A * alone"),
+    ("* **", "A * alone"),
+    ("a*", "at least 2 letters"),
+    ("foo\x00bar", "control character"),
+    ("foo\x1bbar", "control character"),
+    ('""', "no words"),
+]
+
+
+@pytest.mark.parametrize(("query", "says"), BAD_QUERIES)
+def test_it_refuses_a_query_it_cannot_search_with_a_sentence(agent, query, says):
     with pytest.raises(errors.Invalid) as exc:
         search.search(agent=agent, user_ref=None, query=query)
+
     assert exc.value.extra["field"] == "q"
+    assert says in exc.value.detail and exc.value.detail.endswith(".")
 
 
-@pytest.mark.parametrize("limit", [0, -1, 51])
+@pytest.mark.parametrize("limit", [0, -1, 51, 10**12])
 def test_it_refuses_a_limit_out_of_range(agent, limit):
     with pytest.raises(errors.Invalid) as exc:
         search.search(agent=agent, user_ref=None, query="foo", limit=limit)
@@ -202,6 +378,7 @@ def test_it_refuses_a_limit_out_of_range(agent, limit):
 
 def test_it_accepts_the_longest_query(agent):
     assert search.search(agent=agent, user_ref=None, query="x" * 200) == []
+    assert search.search(agent=agent, user_ref=None, query=" ".join(f"w{n}" for n in range(50))) == []
 
 
 def test_it_refuses_an_invalid_user(agent):
@@ -241,6 +418,25 @@ def test_it_blocks_a_secret_the_highlight_would_split(agent):
 
     assert hit.snippet.startswith("[BLOCKED: secret_api_key]")
     assert FAKE_GITHUB_TOKEN[4:] not in hit.snippet
+
+
+def test_it_keeps_the_scanners_verdict_on_a_text_it_saw(agent):
+    text = f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n"
+    first = search._served.serve(text)
+
+    assert search._served.serve(text) is first
+    assert first.blocked == ("secret_api_key",) and FAKE_AWS_KEY not in first.text
+    assert search._served.serve(text + " ") is not first
+    huge = "clean words " * 1000
+    assert search._served.serve(huge) is not search._served.serve(huge)
+
+
+def test_it_blocks_a_secret_in_every_search_not_just_the_first(agent):
+    log(agent, "u1", f"Deploy with access key {FAKE_AWS_KEY} please.")
+
+    for _ in range(3):
+        [hit] = search.search(agent=agent, user_ref="u1", query="deploy")
+        assert hit.snippet.startswith("[BLOCKED: secret_api_key]")
 
 
 def test_it_cuts_a_snippet_out_of_one_enormous_word(agent):
@@ -291,38 +487,59 @@ def test_it_uses_one_query_for_files_and_one_for_logs(agent, django_assert_num_q
         assert len(search.search(agent=agent, user_ref="u1", query="zebracorn")) == 2
     with django_assert_num_queries(1):
         search.search(agent=agent, user_ref=None, query="zebracorn")
-    with django_assert_num_queries(0):
-        assert search.search(agent=agent, user_ref="u1", query="*** ???") == []
+    with django_assert_num_queries(0), pytest.raises(errors.Invalid):
+        search.search(agent=agent, user_ref="u1", query="*** ???")
 
 
 # --- the indexes themselves ------------------------------------------------------------------
 
 
-def test_the_full_text_index_serves_the_query_and_stays_in_sync(agent):
-    """Each database has its own index: GIN expression indexes on PostgreSQL,
-    FTS5 tables kept by triggers on SQLite."""
+def test_the_full_text_index_serves_the_query_and_stays_in_sync(agent, monkeypatch):
+    """Each database has its own index: a stored tsvector column (GIN on the
+    log table) on PostgreSQL, FTS5 tables kept by triggers on SQLite."""
     if connection.vendor == "postgresql":
-        check_gin_indexes_are_used()
+        check_pg_vector_and_plans(agent, monkeypatch)
     else:
         check_sqlite_index_stays_in_sync(agent)
 
 
-def check_gin_indexes_are_used():
+def check_pg_vector_and_plans(agent, monkeypatch):
+    session = log(agent, "u1", "Two emails about zebracorns", "nothing here")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_vector::text FROM memoryhub_logentry WHERE session_id = %s ORDER BY id",
+                       [session.pk])
+        vector = cursor.fetchone()[0]
+    # Stemmed by 'english' and word for word by 'simple'.
+    assert {"'email'", "'emails'", "'zebracorn'", "'zebracorns'", "'two'"} <= set(re.findall(r"'[^']+'", vector))
+
+    def plan_and_hits() -> tuple[str, list]:
+        sql, params = search._pg_logs_sql(agent=agent, user_ref="u1", query=search.parse_query("zebracorn"),
+                                          limit=10, now=timezone.now())
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN ANALYZE " + sql, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            cursor.execute(sql, params)
+            return plan, [row[0] for row in cursor.fetchall()]
+
+    # A small pair is read through its btree index, whatever the planner
+    # thinks of the GIN index; past PAIR_SCAN_MAX the other branch runs.
+    small_plan, small_hits = plan_and_hits()
+    assert re.search(r"Subquery Scan on t .*\(actual", small_plan), small_plan
+    monkeypatch.setattr(search, "PAIR_SCAN_MAX", 1)
+    large_plan, large_hits = plan_and_hits()
+    assert re.search(r"Subquery Scan on t .*\(never executed\)", large_plan), large_plan
+    assert small_hits == large_hits and len(small_hits) == 1
+
     with connection.cursor() as cursor:
         # A table this small is always scanned; forbid that to see the index is usable.
         cursor.execute("SET LOCAL enable_seqscan = off")
-        for table, index in (
-            ("memoryhub_memoryfile", "memoryhub_memoryfile_fts"),
-            ("memoryhub_logentry", "memoryhub_logentry_fts"),
-        ):
-            vector = search._PG_VECTOR.format(col="t.content")
-            cursor.execute(
-                f"EXPLAIN SELECT t.id FROM {table} AS t, websearch_to_tsquery('simple', %s) AS q(tsq) "
-                f"WHERE {vector} @@ q.tsq",
-                ["zebracorn"],
-            )
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-            assert index in plan, plan
+        cursor.execute(
+            f"EXPLAIN SELECT t.id FROM memoryhub_logentry AS t WHERE {search._PG_VECTOR.format(alias='t')} "
+            f"@@ {search._pg_query('%s')}",
+            ["zebracorn", "zebracorn"],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "memoryhub_logentry_fts" in plan, plan
 
 
 def check_sqlite_index_stays_in_sync(agent):
@@ -346,3 +563,150 @@ def check_sqlite_index_stays_in_sync(agent):
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM memoryhub_logentry_fts WHERE memoryhub_logentry_fts MATCH 'zebracorn'")
         assert cursor.fetchone() == (0,)
+
+
+# --- reading a hit whole ------------------------------------------------------------------
+
+
+def test_it_reads_a_log_hit_whole(agent):
+    long_text = "The customer called about the parcel. " + "Details follow. " * 40 + "The end."
+    log(agent, "u1", long_text)
+    [hit] = search.search(agent=agent, user_ref="u1", query="parcel")
+
+    entry = search.read_entry(agent=agent, user_ref="u1", entry_id=hit.entry)
+
+    assert len(hit.snippet) < len(long_text)
+    assert (entry.id, entry.session, entry.role, entry.content) == (hit.entry, hit.session, "note", long_text)
+    assert entry.blocked == ()
+
+
+def test_it_reads_an_entry_through_the_scanner(agent):
+    log(agent, "u1", f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n")
+    [hit] = search.search(agent=agent, user_ref="u1", query="billing")
+
+    entry = search.read_entry(agent=agent, user_ref="u1", entry_id=hit.entry)
+
+    assert FAKE_AWS_KEY not in entry.content
+    assert entry.content == "- rotate the billing credentials\n[BLOCKED: secret_api_key]\n"
+    assert entry.blocked == ("secret_api_key",)
+
+
+def test_it_reads_no_other_agents_or_users_entry(matrix):
+    [mine] = [h for h in search.search(agent=matrix["a"], user_ref="x", query="axlog") if h.source == "log"]
+
+    assert search.read_entry(agent=matrix["a"], user_ref="x", entry_id=mine.entry).content.endswith("axlog")
+    for agent, user in ((matrix["a"], "y"), (matrix["b"], "x"), (matrix["b"], "y")):
+        with pytest.raises(errors.NotFound):
+            search.read_entry(agent=agent, user_ref=user, entry_id=mine.entry)
+    for missing in (mine.entry + 10_000, 0, 2**63, 10**30):
+        with pytest.raises(errors.NotFound):
+            search.read_entry(agent=matrix["a"], user_ref="x", entry_id=missing)
+
+
+# --- the API -----------------------------------------------------------------------------
+
+
+def test_the_api_answers_hits_that_open_whole(agent):
+    session = log(agent, "u1", "Ana prefers emails to telephone calls. " + "More detail. " * 30)
+    client = agent_client(agent)
+
+    [hit] = client.get("/api/v1/memory/search", {"q": "email", "user": "u1"}).json()["results"]
+    response = client.get(f"/api/v1/memory/search/{hit['entry']}", {"user": "u1"})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"entry", "session", "role", "content", "created_at", "blocked"}
+    assert (body["entry"], body["session"], body["role"]) == (hit["entry"], session.pk, "note")
+    assert body["content"].startswith("Ana prefers emails") and body["content"].endswith("More detail. ")
+    assert body["created_at"] == hit["created_at"]
+
+
+def test_the_api_answers_404_for_another_agents_or_users_entry(matrix):
+    [hit] = [h for h in search.search(agent=matrix["a"], user_ref="x", query="axlog") if h.source == "log"]
+    own, other = agent_client(matrix["a"]), agent_client(matrix["b"])
+
+    assert own.get(f"/api/v1/memory/search/{hit.entry}?user=x").status_code == 200
+    for client, user in ((own, "y"), (other, "x")):
+        response = client.get(f"/api/v1/memory/search/{hit.entry}?user={user}")
+        assert response.status_code == 404 and error_code(response) == "not_found"
+        assert "axlog" not in response.content.decode()
+    response = own.get(f"/api/v1/memory/search/{10**30}?user=x")
+    assert response.status_code == 404 and error_code(response) == "not_found"
+
+
+def test_the_api_needs_the_user_to_read_an_entry(agent):
+    session = log(agent, "u1", "zebracorn")
+    entry = LogEntry.objects.get(session=session)
+
+    response = agent_client(agent).get(f"/api/v1/memory/search/{entry.pk}")
+
+    assert response.status_code == 400 and error_code(response) == "invalid"
+    assert response.json()["error"]["field"] == "user"
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        *[({"q": query}, "q") for query, _ in BAD_QUERIES if "\x00" not in query],
+        ({}, "q"),
+        ({"q": "foo", "limit": "1000000000000000000000"}, "limit"),
+        ({"q": "foo", "limit": "lots"}, "limit"),
+        ({"q": "foo", "limit": "0"}, "limit"),
+    ],
+)
+def test_the_api_answers_400_with_a_sentence_for_bad_input(agent, params, field):
+    log(agent, "u1", "foo")
+
+    response = agent_client(agent).get("/api/v1/memory/search", {**params, "user": "u1"})
+
+    assert response.status_code == 400 and error_code(response) == "invalid"
+    error = response.json()["error"]
+    assert error["field"] == field and error["detail"].endswith(".")
+
+
+def test_the_api_answers_400_for_nul_in_the_query(agent):
+    response = agent_client(agent).get("/api/v1/memory/search?q=foo%00bar&user=u1")
+
+    assert response.status_code == 400 and error_code(response) == "invalid"
+    assert "control character" in response.json()["error"]["detail"]
+
+
+# --- more than one backend -------------------------------------------------------------------
+
+
+class NewestEntries:
+    """A second ranker beside the keyword one: the pair's newest log entries,
+    whatever the query. Enough to show fusion, with no model to load."""
+
+    def rank(self, *, agent, user_ref, query, limit, now):
+        entries = LogEntry.objects.filter(agent=agent, user_ref=user_ref or "").order_by("-id")[:limit]
+        return [
+            search.Candidate(
+                hit=search.SearchHit(source="log", snippet="", score=float(-rank), created_at=e.created_at,
+                                     session=e.session_id, entry=e.pk, role=e.role),
+                content=e.content, raw_snippet=e.content,
+            )
+            for rank, e in enumerate(entries)
+        ]
+
+
+def test_it_fuses_the_rankings_of_several_backends(agent, settings, monkeypatch):
+    log(agent, "u1", "parcel parcel parcel lost", "a note that says nothing", "parcel found")
+    monkeypatch.setitem(search.BACKENDS, "newest", NewestEntries())
+    settings.MEMORYHUB_SEARCH_BACKENDS = ("keyword", "newest")
+
+    hits = search.search(agent=agent, user_ref="u1", query="parcel", limit=3)
+
+    # Keyword ranks the threefold parcel first, "newest" the found parcel;
+    # the found parcel is second for keyword, the lost one third for newest.
+    assert [h.snippet.replace(MARK, "")[:12] for h in hits] == ["parcel found", "parcel parce", "a note that "]
+    assert hits[0].score == pytest.approx(1 / (search.RRF_K + 2) + 1 / (search.RRF_K + 1))
+    assert hits[1].score == pytest.approx(1 / (search.RRF_K + 1) + 1 / (search.RRF_K + 3))
+    assert hits[2].score == pytest.approx(1 / (search.RRF_K + 2))
+
+
+def test_it_refuses_an_unknown_backend(agent, settings):
+    settings.MEMORYHUB_SEARCH_BACKENDS = ("keyword", "telepathy")
+
+    with pytest.raises(ImproperlyConfigured, match="telepathy"):
+        search.search(agent=agent, user_ref="u1", query="parcel")

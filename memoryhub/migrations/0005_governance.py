@@ -8,10 +8,20 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def _reinstall_sqlite_search(apps, schema_editor):
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    search = importlib.import_module("memoryhub.migrations.0004_search_stemming")
+    with schema_editor.connection.cursor() as cursor:
+        for base, fts in search.TABLES:
+            for sql in search._sqlite(base, fts, "tokenize='porter unicode61', prefix='2 3'"):
+                cursor.execute(sql)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0003_search_indexes'),
+        ('memoryhub', '0004_search_stemming'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -102,8 +112,6 @@ class Migration(migrations.Migration):
             },
         ),
         # SQLite remade memoryhub_memoryfile above, which dropped the search
-        # index's sync triggers (see 0003): install them again.
-        migrations.RunPython(
-            importlib.import_module("memoryhub.migrations.0003_search_indexes").forwards, migrations.RunPython.noop
-        ),
+        # index's sync triggers (see 0004): install them again there.
+        migrations.RunPython(_reinstall_sqlite_search, migrations.RunPython.noop),
     ]
