@@ -114,6 +114,14 @@ from memoryhub.services.staff import (
     set_password,
     set_role,
 )
+from memoryhub.services.subjects import (
+    EXPORT_ROLES,
+    Subject,
+    SubjectExport,
+    export_subject,
+    find_subject,
+    subject_in,
+)
 from memoryhub.services.tools import (
     MAX_TOOLS,
     TOOL_DESCRIPTION_MAX,
@@ -143,3 +151,4 @@ __all__ = [
     "visible_proposals", "withdraw_change", "withdraw_proposal", "withhold_file", "workspace_ids_for",
     "write_memory",
 ]
+__all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]
