@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from reviews import admin_views, compliance_views
 
@@ -13,4 +13,5 @@ urlpatterns = [
     path("dashboard/", admin_views.dashboard, name="dashboard"),
     path("compliance/", compliance_views.index, name="compliance"),
     path("compliance/export/", compliance_views.subject_export, name="compliance-export"),
+    path("", include("reviews.signin_urls")),
 ]
