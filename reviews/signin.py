@@ -52,9 +52,9 @@ class TwoFactorMiddleware:
             return self.get_response(request)
         if two_factor.needs_verification(request):
             if request.headers.get("HX-Request"):
-                # htmx swaps no 4xx: a polling fragment (the queue badge)
-                # must not fill itself with the sign-in page.
-                return HttpResponse(status=403)
+                # The header's polling badge runs on the sign-in pages too:
+                # it gets nothing to swap (204), not the sign-in page.
+                return HttpResponse(status=204)
             step = "two-factor-verify" if two_factor.confirmed_device(request.user) else "two-factor-enrol"
             return HttpResponseRedirect(f"{reverse(step)}?{urlencode({'next': request.get_full_path()})}")
         return self.get_response(request)

@@ -161,9 +161,9 @@ def test_a_session_owing_its_code_cannot_use_the_api_but_a_token_can(required, w
     refused = session.get("/api/v1/proposals")
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "otp_required"
     assert staff_client(reviewer).get("/api/v1/proposals").status_code == 200
-    # A polling htmx fragment gets an empty refusal, not the sign-in page.
+    # A polling htmx fragment gets nothing to swap, not the sign-in page.
     badge = session.get("/queue/badge/", HTTP_HX_REQUEST="true")
-    assert badge.status_code == 403 and badge.content == b""
+    assert badge.status_code == 204 and badge.content == b""
 
 
 def test_the_next_parameter_stays_on_this_site(required, workspace):
