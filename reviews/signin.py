@@ -38,26 +38,27 @@ class TwoFactorMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         path = request.path_info
-        if path.startswith(_OPEN_PREFIXES) or not request.user.is_authenticated:
+        is_api = path.startswith("/api/")
+        # Decided from the path and header alone, before the session is
+        # read: agent API calls (the hot path) never load one.
+        if path.startswith(_OPEN_PREFIXES) or (
+            is_api and request.headers.get("Authorization", "").lower().startswith("bearer ")
+        ):
             return self.get_response(request)
-        if path.startswith("/api/"):
-            if request.headers.get("Authorization", "").lower().startswith("bearer "):
-                return self.get_response(request)
-            if two_factor.needs_verification(request):
-                return JsonResponse({"error": {
-                    "code": "otp_required",
-                    "detail": "This session has not passed two-factor sign-in; finish signing in in the console, "
-                              "or use a personal token.",
-                }}, status=403)
+        if not request.user.is_authenticated or not two_factor.needs_verification(request):
             return self.get_response(request)
-        if two_factor.needs_verification(request):
-            if request.headers.get("HX-Request"):
-                # The header's polling badge runs on the sign-in pages too:
-                # it gets nothing to swap (204), not the sign-in page.
-                return HttpResponse(status=204)
-            step = "two-factor-verify" if two_factor.confirmed_device(request.user) else "two-factor-enrol"
-            return HttpResponseRedirect(f"{reverse(step)}?{urlencode({'next': request.get_full_path()})}")
-        return self.get_response(request)
+        if is_api:
+            return JsonResponse({"error": {
+                "code": "otp_required",
+                "detail": "This session has not passed two-factor sign-in; finish signing in in the console, "
+                          "or use a personal token.",
+            }}, status=403)
+        if request.headers.get("HX-Request"):
+            # The header's polling badge runs on the sign-in pages too:
+            # it gets nothing to swap (204), not the sign-in page.
+            return HttpResponse(status=204)
+        step = "two-factor-verify" if two_factor.confirmed_device(request.user) else "two-factor-enrol"
+        return HttpResponseRedirect(f"{reverse(step)}?{urlencode({'next': request.get_full_path()})}")
 
 
 def _next_url(request: HttpRequest) -> str:
