@@ -145,14 +145,17 @@ class MemoryHubOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
                                   details=details)
             return None
         if identity is None:
-            user, _ = services.ensure_staff_user(username=_username(claims, issuer, subject),
-                                                 email=str(claims.get("email", ""))[:254])
+            user, _ = services.ensure_staff_user(username=_username(claims, issuer, subject))
             identity = OIDCIdentity.objects.create(user=user, issuer=issuer, subject=subject)
         user = identity.user
         if not user.is_active:
             services.record_event(action="signin.oidc_refused", target=user, summary=f"Refused {user}: deactivated",
                                   details=details)
             return None
+        email = str(claims.get("email", ""))[:254]
+        if email and user.email != email:
+            user.email = email
+            user.save(update_fields=["email"])
         for membership in Membership.objects.filter(user=user).select_related("workspace", "user"):
             if membership.workspace.slug not in roles:
                 services.remove_role(membership=membership)

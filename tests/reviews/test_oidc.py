@@ -70,9 +70,10 @@ def test_memberships_follow_the_claim_at_every_sign_in(provider, acme):
     WorkspaceFactory(slug="demo")
     provider.claims = {"sub": "u-2", "preferred_username": "bo", "memoryhub_roles": "acme:reviewer demo:admin"}
     sso(Client())
-    provider.claims = {**provider.claims, "memoryhub_roles": "acme:admin,acme:auditor"}
+    provider.claims = {**provider.claims, "memoryhub_roles": "acme:admin,acme:auditor", "email": "bo@new.example"}
     sso(Client())
     bo = User.objects.get(username="bo")
+    assert bo.email == "bo@new.example"
     assert dict(Membership.objects.filter(user=bo).values_list("workspace__slug", "role")) == {"acme": Role.ADMIN}
     assert AuditEvent.objects.filter(action="staff.role_removed").count() == 1
     assert User.objects.filter(username__startswith="bo").count() == 1
