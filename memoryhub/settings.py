@@ -267,7 +267,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded"],
+        "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded", "withdrawn"],
         "RunStatusEnum": ["queued", "running", "succeeded", "no_change", "failed", "skipped"],
     },
 }
@@ -315,6 +315,42 @@ CONSOLIDATION_OTHER_LANGUAGES_TO_LLM = env_bool("CONSOLIDATION_OTHER_LANGUAGES_T
 MEMORYHUB_SESSION_MAX_AGE_SECONDS = env_int("MEMORYHUB_SESSION_MAX_AGE_SECONDS", 24 * 60 * 60)
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.
 MEMORYHUB_REQUIRE_SERVICES = env_bool("MEMORYHUB_REQUIRE_SERVICES")
+
+# --- strong sign-in: two-factor (django-otp) and OpenID Connect -------------------
+# docs/compliance.md, "Strong sign-in". Off by default so `make run` and the
+# tests sign in with a password alone; docker-compose.yml turns 2FA on.
+INSTALLED_APPS += ["django_otp", "django_otp.plugins.otp_totp", "django_otp.plugins.otp_static"]
+# OTPMiddleware marks request.user verified; TwoFactorMiddleware holds back
+# a session that still owes its code (console redirects, API 403).
+MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+                  "django_otp.middleware.OTPMiddleware")
+MIDDLEWARE.insert(MIDDLEWARE.index("django_otp.middleware.OTPMiddleware") + 1, "reviews.signin.TwoFactorMiddleware")
+MEMORYHUB_REQUIRE_2FA = env_bool("MEMORYHUB_REQUIRE_2FA")
+# Roles that must pass two-factor sign-in when it is required (Django-admin
+# users always must). Auditors are included: they read and export everything.
+MEMORYHUB_2FA_ROLES = env_list("MEMORYHUB_2FA_ROLES", "reviewer,admin,auditor")
+# A sign-in through the OpenID Connect provider counts as two-factor: the
+# provider enforces its own second factor.
+MEMORYHUB_OIDC_SATISFIES_2FA = env_bool("MEMORYHUB_OIDC_SATISFIES_2FA", True)
+OTP_TOTP_ISSUER = env("MEMORYHUB_TOTP_ISSUER", "MemoryHub")
+
+# OpenID Connect is on when the client id and the provider's endpoints are set.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "reviews.oidc.MemoryHubOIDCBackend"]
+OIDC_RP_CLIENT_ID = env("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_ISSUER = env("OIDC_OP_ISSUER")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env("OIDC_RP_SCOPES", "openid email profile")
+# The claim listing `workspace:role` values, and the one a new user's name comes from.
+OIDC_ROLES_CLAIM = env("OIDC_ROLES_CLAIM", "memoryhub_roles")
+OIDC_USERNAME_CLAIM = env("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 10.0)
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
 
 LOGGING = {
     "version": 1,

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
-from reviews import admin_views
+from reviews import admin_views, compliance_views
 
 urlpatterns = [
     path("home/", admin_views.home, name="home"),
@@ -11,4 +11,7 @@ urlpatterns = [
     path("agents/<slug:slug>/preview/", admin_views.context_preview, name="context-preview"),
     path("audit/", admin_views.audit, name="audit"),
     path("dashboard/", admin_views.dashboard, name="dashboard"),
+    path("compliance/", compliance_views.index, name="compliance"),
+    path("compliance/export/", compliance_views.subject_export, name="compliance-export"),
+    path("", include("reviews.signin_urls")),
 ]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from reviews import api
+from reviews import api, api_subjects
 
 urlpatterns = [
     path("proposals", api.ProposalListView.as_view(), name="api-proposals"),
@@ -20,4 +20,5 @@ urlpatterns = [
     path("changes/<int:change_id>/approve", api.ChangeApproveView.as_view(), name="api-change-approve"),
     path("changes/<int:change_id>/reject", api.ChangeRejectView.as_view(), name="api-change-reject"),
     path("changes/<int:change_id>/withdraw", api.ChangeWithdrawView.as_view(), name="api-change-withdraw"),
+    path("subjects/<path:user_ref>/export", api_subjects.SubjectExportView.as_view(), name="api-subject-export"),
 ]

@@ -37,9 +37,10 @@ from memoryhub.models import LogRole, Role, Source, WritePolicy
 from memoryhub.wsgi import application
 from tests.factories import AgentFactory, ToolFactory, staff
 
-STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs", "/api/v1/changes")
+STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs", "/api/v1/changes",
+                  "/api/v1/subjects")
 # Operations only an admin may perform answer 2xx with the admin's token.
-ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}")}
+ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}"), ("GET", "/api/v1/subjects/{user_ref}/export")}
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -164,6 +165,8 @@ def seed_data() -> Seeded:
             # Alice's entry (found with ?user=alice), and another agent's.
             "entry_id": [logged[0].pk, logged[0].pk, foreign_entry[0].pk],
             "user/{entry_id}": [USERS[0]],
+            # Seeded end users, and one the workspace holds nothing about.
+            "user_ref": [*USERS, "nobody"],
         },
     )
 

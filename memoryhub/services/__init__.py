@@ -85,6 +85,12 @@ from memoryhub.services.memory import (
     withhold_file,
     write_memory,
 )
+from memoryhub.services.portability import (
+    AGENT_FORMAT,
+    AGENT_FORMAT_VERSION,
+    export_agent,
+    import_agent,
+)
 from memoryhub.services.proposals import (
     approve_proposal,
     authors_of,
@@ -113,6 +119,14 @@ from memoryhub.services.staff import (
     remove_role,
     set_password,
     set_role,
+)
+from memoryhub.services.subjects import (
+    EXPORT_ROLES,
+    Subject,
+    SubjectExport,
+    export_subject,
+    find_subject,
+    subject_in,
 )
 from memoryhub.services.tools import (
     MAX_TOOLS,
@@ -143,3 +157,5 @@ __all__ = [
     "visible_proposals", "withdraw_change", "withdraw_proposal", "withhold_file", "workspace_ids_for",
     "write_memory",
 ]
+__all__ += ["AGENT_FORMAT", "AGENT_FORMAT_VERSION", "export_agent", "import_agent"]
+__all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]

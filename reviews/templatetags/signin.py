@@ -1,0 +1,19 @@
+"""The single sign-on button of the sign-in page, shown only when OpenID
+Connect is configured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from reviews import oidc
+
+register = template.Library()
+
+
+@register.inclusion_tag("registration/_oidc_button.html", takes_context=True)
+def oidc_button(context: dict[str, Any]) -> dict[str, Any]:
+    request = context.get("request")
+    failed = bool(request is not None and request.GET.get("sso") == "failed")
+    return {"enabled": oidc.enabled(), "failed": failed, "next": context.get("next", "")}
