@@ -48,6 +48,10 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def screenshot(page: Any, name: str) -> None:
+    """Save docs/screenshots/<name>.png, only when asked (`make screenshots`
+    sets MEMORYHUB_SCREENSHOTS=1): an ordinary test run leaves the tree clean."""
+    if os.environ.get("MEMORYHUB_SCREENSHOTS") != "1":
+        return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 

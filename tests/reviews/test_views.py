@@ -107,6 +107,8 @@ def test_it_sends_a_strict_content_security_policy(settings, reviewer, proposal)
     body = response.content.decode()
     assert "<script>" not in body and "style=" not in body
     assert '"includeIndicatorStyles": false' in body and 'hx-headers=\'{"x-csrftoken": "' in body
+    assert '"allowScriptTags": false' in body and '"selfRequestsOnly": true' in body
+    assert "{#" not in body and "#}" not in body  # a template comment that leaked would end <head> early
 
 
 def test_it_shows_the_pending_count_badge(reviewer, proposal):
