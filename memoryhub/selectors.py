@@ -23,6 +23,7 @@ from memoryhub import services
 from memoryhub.models import (
     Agent,
     AgentSession,
+    ApiKey,
     AuditEvent,
     Change,
     ChangeKind,
@@ -33,6 +34,8 @@ from memoryhub.models import (
     Proposal,
     ProposalStatus,
     Source,
+    ToolSetting,
+    Workspace,
     WritePolicy,
 )
 
@@ -134,6 +137,23 @@ def agents_overview(user: Any) -> list[Agent]:
     return rows
 
 
+def workspace(pk: int) -> Workspace | None:
+    """A workspace by id, for a service to check the actor's role in it."""
+    return Workspace.objects.filter(pk=pk).first()
+
+
+def admin_workspaces(user: Any) -> list[Workspace]:
+    return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user, services.ADMIN_ROLES)))
+
+
+def agent_tools(agent: Agent) -> list[ToolSetting]:
+    return list(agent.tools.all())
+
+
+def agent_keys(agent: Agent) -> list[ApiKey]:
+    return list(agent.api_keys.select_related("created_by"))
+
+
 def known_user_refs(agent: Agent) -> list[str]:
     """Every user the agent has a file or a session for."""
     from_files = MemoryFile.objects.for_agent(agent).exclude(user_ref="").values_list("user_ref", flat=True)
@@ -203,6 +223,10 @@ def session_for(user: Any, pk: int) -> AgentSession | None:
     return AgentSession.objects.filter(pk=pk, agent__in=services.visible_agents(user)).select_related("agent").first()
 
 
+def session_log(session: AgentSession) -> list[LogEntry]:
+    return list(session.entries.order_by("id"))
+
+
 # --- direct writes ------------------------------------------------------------------------------
 
 
@@ -261,7 +285,7 @@ def audit_events(
         events = events.filter(created_at__date__gte=start)
     if end:
         events = events.filter(created_at__date__lte=end)
-    return events.order_by("-created_at", "-id")
+    return events.select_related("workspace", "actor_user", "actor_agent", "agent").order_by("-created_at", "-id")
 
 
 def audit_actions(workspace_ids: list[int]) -> list[str]:

@@ -43,7 +43,6 @@ from memoryhub.models import (
     ProposalStatus,
     Role,
     Strategy,
-    Workspace,
     WritePolicy,
 )
 from memoryhub.services.agents import governed_settings
@@ -111,9 +110,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def agents(request: HttpRequest) -> HttpResponse:
-    admin_workspaces = list(
-        Workspace.objects.filter(pk__in=services.workspace_ids_for(request.user, services.ADMIN_ROLES))
-    )
+    admin_workspaces = selectors.admin_workspaces(request.user)
     form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.REVIEW,
                             "backend": Backend.HEURISTIC}
     error = ""
@@ -126,7 +123,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         except ValueError:
             workspace_id = 0
         try:
-            workspace = Workspace.objects.filter(pk=workspace_id).first()
+            workspace = selectors.workspace(workspace_id)
             if workspace is None:
                 raise errors.PermissionDenied("Choose a workspace where you are an admin.")
             agent = services.create_agent(
@@ -186,7 +183,7 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
         }
         for kind in PERSONA_FILES
     ]
-    tools = list(agent.tools.all())
+    tools = selectors.agent_tools(agent)
     governed = governed_settings()
     tools_json = json.dumps(
         [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools], indent=2
@@ -201,7 +198,7 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
         "user_files": user_files,
         "tools": tools,
         "tools_json": tools_json,
-        "keys": list(agent.api_keys.select_related("created_by")),
+        "keys": selectors.agent_keys(agent),
         "pending": selectors.pending_proposal_count_for(agent),
         "pending_changes": selectors.pending_changes_for(request.user, agent),
         "governed": governed,
@@ -418,7 +415,7 @@ def audit(request: HttpRequest) -> HttpResponseBase:
     if fmt in {"csv", "json"}:
         return audit_export.export(events, fmt)
     page = Paginator(
-        events.select_related("workspace", "actor_user", "actor_agent", "agent"), AUDIT_PAGE_SIZE
+        events, AUDIT_PAGE_SIZE
     ).get_page(request.GET.get("page"))
     actions = selectors.audit_actions(services.workspace_ids_for(request.user))
     query = request.GET.copy()

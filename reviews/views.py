@@ -327,7 +327,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if session is None:
         raise Http404("There is no such session in your workspaces.")
     return TemplateResponse(request, "reviews/session.html",
-                            {"session": session, "entries": session.entries.order_by("id")})
+                            {"session": session, "entries": selectors.session_log(session)})
 
 
 # --- file history and blame ---------------------------------------------------------------

@@ -109,7 +109,7 @@ def test_a_deleted_line_stands_alone_and_n_and_p_step_through_the_changes(page, 
     agent = world["agent"]
     lines = [f"- Account {1000 + n} is billed on day {n % 28 + 1}" for n in range(50)]
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="cust-7", content="\n".join(lines))
-    edited = lines[:19] + [lines[20].replace("day 21", "day 22")] + lines[21:44] + [lines[44] + " (paused)"] + lines[45:]
+    edited = [*lines[:19], lines[20].replace("day 21", "day 22"), *lines[21:44], lines[44] + " (paused)", *lines[45:]]
     proposal = services.propose_change(agent=agent, kind="MEMORY.md", user_ref="cust-7", content="\n".join(edited),
                                        source=Source.CONSOLIDATION, reason="billing days")
 

@@ -215,7 +215,7 @@ def test_every_console_page_renders_agent_data_inert(world):
     for viewer in (world["reviewer"], world["odd"], world["admin"]):
         client = login(viewer)
         pages = [
-            "/", f"/?agent={slug}", f"/?status=stale", "/agents/", f"/agents/{slug}/",
+            "/", f"/?agent={slug}", "/?status=stale", "/agents/", f"/agents/{slug}/",
             f"/agents/{slug}/preview/", "/audit/", "/dashboard/", "/changes/", "/direct-writes/",
             f"/sessions/{world['session'].pk}/",
         ]
