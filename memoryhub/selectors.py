@@ -36,7 +36,6 @@ from memoryhub.models import (
     Source,
     ToolSetting,
     Workspace,
-    WritePolicy,
 )
 
 NEAR_CAP_PERCENT = 80
@@ -70,11 +69,6 @@ def pending_proposal_count(user: Any) -> int:
 
 def pending_change_count(user: Any) -> int:
     return services.visible_changes(user).pending().count()
-
-
-def direct_agents(user: Any) -> list[Agent]:
-    """The visible agents whose writes are served without review."""
-    return list(services.visible_agents(user).filter(write_policy=WritePolicy.DIRECT).order_by("slug"))
 
 
 # --- agents ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from memoryhub import errors, scanner, selectors, services, tokens
-from memoryhub.models import Change, ChangeKind, FileKind, Proposal, ProposalStatus, Source
+from memoryhub.models import Change, ChangeKind, FileKind, Proposal, ProposalStatus, Source, WritePolicy
 from memoryhub.services.changes import DECIDERS
 from reviews import diffs
 from reviews.api import history_author
@@ -161,7 +161,8 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET or None, agents=agents)
     proposals = form.apply(services.visible_proposals(request.user)).order_by("created_at", "id")
     page = Paginator(proposals, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
-    direct = sorted((a for a in agents if a.write_policy == "direct"), key=lambda a: a.slug)
+    # The queue may promise review only for agents under `review`: name the others.
+    direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
     return _vary(TemplateResponse(
         request,
         _fragment(request, "reviews/queue.html", {"proposal-list"}, "proposal-list"),
