@@ -168,7 +168,7 @@ def test_a_second_admin_approves_a_direct_policy_on_the_changes_page(page, live_
     page.locator("#changes-badge").get_by_text("1").wait_for()
     page.goto(f"{live_server.url}/changes/")
     assert "review → direct" in page.locator(".payload").first.inner_text()
-    screenshot(page, "changes")
+    screenshot(page, "changes-pending")
     page.get_by_role("button", name="Approve change").click()
     page.get_by_text("No change is waiting.").wait_for()
     assert page.locator("#changes-badge").inner_text() == ""
