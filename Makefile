@@ -9,6 +9,8 @@
 #   make lock   regenerate requirements.lock from .venv
 #   make clean  remove var/ and .venv
 #   make bench  run the context API benchmark
+#   make screenshots  run the browser tests and rewrite docs/screenshots/*.png
+#               (needs Chromium; ordinary test runs never write screenshots)
 #
 # Environment variables pass through unchanged: DATABASE_URL and REDIS_URL
 # switch the database and broker/cache (see README.md, "Configuration").
@@ -26,7 +28,7 @@ PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .DEFAULT_GOAL := install
-.PHONY: install run migrate test test-fast lint lock clean bench
+.PHONY: install run migrate test test-fast lint lock clean bench screenshots
 
 install: $(INSTALL_STAMP)
 
@@ -87,3 +89,6 @@ clean:
 
 bench: install
 	$(VENV_PYTHON) bench/context_api.py
+
+screenshots: install
+	MEMORYHUB_SCREENSHOTS=1 $(VENV_PYTHON) -m pytest -m browser tests/browser -p no:cacheprovider $(PYTEST_ARGS)

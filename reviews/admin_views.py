@@ -4,9 +4,11 @@ preview, audit log and dashboard.
 Function views returning TemplateResponse; one view serves the full page and
 its htmx fragment (`template_name += "#fragment"`). A plain POST redirects
 with a message; an htmx POST re-renders its fragment. Objects come through
-reviews.access (another workspace's agent is a 404); writes go through
-reviews.admin_services (wrong role is a 403); any other domain error is shown
-next to the form it came from.
+the scoped lookups in memoryhub.services (another workspace's agent is a
+404); writes go through the services (wrong role is a 403); any other
+domain error is shown next to the form it came from. Read queries live in
+memoryhub.selectors. Messages are plain text or format_html over constants
+and ids: never markup built from what an agent or user typed.
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import connection
-from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum, When
-from django.db.models.functions import Length, TruncDate
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
@@ -33,27 +33,23 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from memoryhub import context, errors, services
+from memoryhub import context, errors, selectors, services
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
-    AgentSession,
     AuditEvent,
     Backend,
     FileKind,
-    MemoryFile,
-    Proposal,
     ProposalStatus,
     Role,
     Strategy,
-    Workspace,
     WritePolicy,
 )
+from memoryhub.services.agents import governed_settings
 from memoryhub.tokens import ENCODING_NAMES
 from reviews import audit_export, charts
 
 PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
-NEAR_CAP_PERCENT = 80
 AUDIT_PAGE_SIZE = 50
 DASHBOARD_DAYS = 14
 
@@ -74,47 +70,6 @@ def _is_admin(request: HttpRequest, workspace_id: int) -> bool:
 
 def _forbidden(exc: errors.PermissionDenied) -> PermissionDenied:
     return PermissionDenied(exc.detail)
-
-
-def _limit_expression() -> Case:
-    """The agent's limit for the row's kind, in SQL."""
-    return Case(
-        *[When(kind=kind, then=F(f"agent__limit_{kind.removesuffix('.md').lower()}")) for kind in FileKind.values],
-        output_field=IntegerField(),
-    )
-
-
-def near_cap_files(agents: QuerySet[Agent]) -> QuerySet[MemoryFile]:
-    """Existing files above NEAR_CAP_PERCENT of their agent's limit; content is not loaded."""
-    return (
-        MemoryFile.objects.filter(agent__in=agents)
-        .exclude(content="")
-        .annotate(chars=Length("content"), cap=_limit_expression())
-        .filter(chars__gt=F("cap") * NEAR_CAP_PERCENT / 100)
-        .select_related("agent")
-        .defer("content")
-        .order_by("agent__slug", "user_ref", "kind")
-    )
-
-
-def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile]:
-    """Existing files not changed within their agent's staleness TTL (0 = never
-    stale). One Q per distinct TTL keeps the comparison in SQL on every backend."""
-    now = now or timezone.now()
-    ttls = set(agents.exclude(staleness_ttl_days=0).values_list("staleness_ttl_days", flat=True))
-    if not ttls:
-        return MemoryFile.objects.none()
-    condition = Q()
-    for ttl in ttls:
-        condition |= Q(agent__staleness_ttl_days=ttl, updated_at__lt=now - timedelta(days=ttl))
-    return (
-        MemoryFile.objects.filter(agent__in=agents)
-        .exclude(content="")
-        .filter(condition)
-        .select_related("agent")
-        .defer("content")
-        .order_by("updated_at")
-    )
 
 
 def _fragment(request: HttpRequest) -> bool:
@@ -155,10 +110,8 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def agents(request: HttpRequest) -> HttpResponse:
-    admin_workspaces = list(
-        Workspace.objects.filter(pk__in=services.workspace_ids_for(request.user, services.ADMIN_ROLES))
-    )
-    form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.DIRECT,
+    admin_workspaces = selectors.admin_workspaces(request.user)
+    form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.REVIEW,
                             "backend": Backend.HEURISTIC}
     error = ""
     template_name = "reviews/admin/agents.html"
@@ -170,7 +123,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         except ValueError:
             workspace_id = 0
         try:
-            workspace = Workspace.objects.filter(pk=workspace_id).first()
+            workspace = selectors.workspace(workspace_id)
             if workspace is None:
                 raise errors.PermissionDenied("Choose a workspace where you are an admin.")
             agent = services.create_agent(
@@ -195,22 +148,11 @@ def agents(request: HttpRequest) -> HttpResponse:
         if request.htmx:  # type: ignore[attr-defined]
             template_name += "#create-agent"
 
-    visible = services.visible_agents(request.user)
-    rows = list(
-        visible.annotate(
-            pending=Count("proposals", filter=Q(proposals__status=ProposalStatus.PENDING), distinct=True)
-        ).order_by("workspace__slug", "slug")
-    )
-    near = dict(
-        near_cap_files(visible).order_by().values("agent_id").annotate(n=Count("id")).values_list("agent_id", "n")
-    )
-    for agent_row in rows:
-        agent_row.near_cap = near.get(agent_row.pk, 0)  # type: ignore[attr-defined]
     return TemplateResponse(
         request,
         template_name,
         {
-            "agents": rows,
+            "agents": selectors.agents_overview(request.user),
             "admin_workspaces": admin_workspaces,
             "form": form,
             "error": error,
@@ -229,7 +171,7 @@ POLICY_INPUTS = services.POLICY_FIELDS
 
 
 def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
-    files = {f.kind: f for f in MemoryFile.objects.for_agent(agent).agent_scope()}
+    files, user_files = selectors.agent_files(agent)
     persona = [
         {
             "kind": str(kind),
@@ -241,11 +183,8 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
         }
         for kind in PERSONA_FILES
     ]
-    user_files = list(
-        MemoryFile.objects.for_agent(agent).exclude(user_ref="").exclude(content="")
-        .annotate(chars=Length("content")).defer("content").order_by("user_ref", "kind")
-    )
-    tools = list(agent.tools.all())
+    tools = selectors.agent_tools(agent)
+    governed = governed_settings()
     tools_json = json.dumps(
         [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools], indent=2
     )
@@ -253,20 +192,23 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
         "agent": agent,
         "is_admin": _is_admin(request, agent.workspace_id),
         "can_consolidate": services.role_in(user=request.user, workspace=agent.workspace_id) in services.REVIEW_ROLES,
-        "user_refs": known_user_refs(agent),
+        "user_refs": selectors.known_user_refs(agent),
         "persona": persona,
         "agent_files": [files[k] for k in PERSONA_FILES if k in files and files[k].content],
         "user_files": user_files,
         "tools": tools,
         "tools_json": tools_json,
-        "keys": list(agent.api_keys.select_related("created_by")),
-        "pending": Proposal.objects.pending().filter(agent=agent).count(),
+        "keys": selectors.agent_keys(agent),
+        "pending": selectors.pending_proposal_count_for(agent),
+        "pending_changes": selectors.pending_changes_for(request.user, agent),
+        "governed": governed,
         "policy": {field: getattr(agent, field) for field in POLICY_INPUTS},
         "strategies": Strategy.choices,
         "write_policies": WritePolicy.choices,
         "backends": Backend.choices,
         "encodings": ENCODING_NAMES,
-        "limit_fields": [(f"limit_{k}", f"{k.upper()}.md") for k in ("soul", "about", "tools", "user", "memory")],
+        "limit_fields": [(f"limit_{k}", f"{k.upper()}.md", governed.get(f"limit_{k}", ""))
+                         for k in ("soul", "about", "tools", "user", "memory")],
         "errors": {},
         "notice": "",
         "notice_for": "",
@@ -306,9 +248,9 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 overrides["persona_edit"] = {"kind": kind, "content": content, "reason": reason}
                 overrides["errors"] = {kind: exc.detail}
                 raise
-            url = f"/proposals/{proposal.pk}/"
             notice = format_html(
-                'Proposal <a href="{}">#{}</a> created; another reviewer must approve it.', url, proposal.pk
+                'Proposal <a href="{}">#{}</a> created; another reviewer must approve it.',
+                reverse("proposal", args=[proposal.pk]), proposal.pk,
             )
         elif action == "tools":
             raw = request.POST.get("tools", "")
@@ -338,8 +280,11 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 overrides["errors"] = {"policies": exc.detail}
                 raise
             if update.change is not None:
-                notice = (f"Change #{update.change.pk} recorded: it weakens the gate, so another admin has to "
-                          "approve it before it takes effect.")
+                notice = format_html(
+                    'Saved as <a href="{}#change-{}">change #{}</a>: it weakens the gate, so another admin has to '
+                    "approve it on the Changes page before it takes effect. Nothing has changed yet.",
+                    reverse("changes"), update.change.pk, update.change.pk,
+                )
             elif update.applied:
                 notice = f"Policies saved: {', '.join(update.applied)} changed."
             else:
@@ -399,12 +344,6 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
 # --- context preview -------------------------------------------------------------------
 
 
-def known_user_refs(agent: Agent) -> list[str]:
-    from_files = MemoryFile.objects.for_agent(agent).exclude(user_ref="").values_list("user_ref", flat=True)
-    from_sessions = AgentSession.objects.filter(agent=agent).values_list("user_ref", flat=True)
-    return sorted(set(from_files.distinct()) | set(from_sessions.distinct()))
-
-
 @login_required
 @require_GET
 def context_preview(request: HttpRequest, slug: str) -> HttpResponse:
@@ -432,7 +371,7 @@ def context_preview(request: HttpRequest, slug: str) -> HttpResponse:
             "user_ref": user_ref,
             "strategy": strategy,
             "strategies": Strategy.choices,
-            "user_refs": known_user_refs(agent),
+            "user_refs": selectors.known_user_refs(agent),
             "payload": payload,
             "error": error,
         },
@@ -453,27 +392,17 @@ def _parse_date(value: str, label: str, problems: list[str]) -> date | None:
 
 
 def filtered_events(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[str, str], list[str]]:
-    workspace_ids = services.workspace_ids_for(request.user)
-    events = AuditEvent.objects.filter(workspace_id__in=workspace_ids)
     params = {k: request.GET.get(k, "").strip() for k in ("action", "agent", "actor", "date_from", "date_to")}
     problems: list[str] = []
-    if params["action"]:
-        events = events.filter(action=params["action"])
-    if params["agent"]:
-        events = events.filter(agent__slug=params["agent"])
-    if params["actor"]:
-        actor = params["actor"].removeprefix("user:").removeprefix("agent:")
-        if actor == "system":
-            events = events.filter(actor_user__isnull=True, actor_agent__isnull=True)
-        else:
-            events = events.filter(Q(actor_user__username__icontains=actor) | Q(actor_agent__slug__icontains=actor))
-    start = _parse_date(params["date_from"], "From", problems)
-    end = _parse_date(params["date_to"], "To", problems)
-    if start:
-        events = events.filter(created_at__date__gte=start)
-    if end:
-        events = events.filter(created_at__date__lte=end)
-    return events.order_by("-created_at", "-id"), params, problems
+    events = selectors.audit_events(
+        services.workspace_ids_for(request.user),
+        action=params["action"],
+        agent=params["agent"],
+        actor=params["actor"],
+        start=_parse_date(params["date_from"], "From", problems),
+        end=_parse_date(params["date_to"], "To", problems),
+    )
+    return events, params, problems
 
 
 @login_required
@@ -486,13 +415,9 @@ def audit(request: HttpRequest) -> HttpResponseBase:
     if fmt in {"csv", "json"}:
         return audit_export.export(events, fmt)
     page = Paginator(
-        events.select_related("workspace", "actor_user", "actor_agent", "agent"), AUDIT_PAGE_SIZE
+        events, AUDIT_PAGE_SIZE
     ).get_page(request.GET.get("page"))
-    workspace_ids = services.workspace_ids_for(request.user)
-    actions = (
-        AuditEvent.objects.filter(workspace_id__in=workspace_ids)
-        .order_by("action").values_list("action", flat=True).distinct()
-    )
+    actions = selectors.audit_actions(services.workspace_ids_for(request.user))
     query = request.GET.copy()
     query.pop("page", None)
     query.pop("format", None)
@@ -506,7 +431,7 @@ def audit(request: HttpRequest) -> HttpResponseBase:
             "page": page,
             "params": params,
             "problems": problems,
-            "actions": list(actions),
+            "actions": actions,
             "agents": services.visible_agents(request.user).values_list("slug", flat=True),
             "query": query.urlencode(),
         },
@@ -514,17 +439,6 @@ def audit(request: HttpRequest) -> HttpResponseBase:
 
 
 # --- dashboard ---------------------------------------------------------------------------
-
-
-def _runs_model() -> Any:
-    """ConsolidationRun, or None while the consolidation app has no table yet."""
-    try:
-        from consolidation.models import ConsolidationRun
-    except ImportError:
-        return None
-    if ConsolidationRun._meta.db_table not in connection.introspection.table_names():
-        return None
-    return ConsolidationRun
 
 
 def _day_labels(days: list[date]) -> list[str]:
@@ -540,18 +454,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     today = timezone.localdate()
     days = [today - timedelta(days=DASHBOARD_DAYS - 1 - i) for i in range(DASHBOARD_DAYS)]
-    since = now - timedelta(days=DASHBOARD_DAYS)
-    agents_qs = services.visible_agents(request.user)
-    proposals = Proposal.objects.in_workspaces(workspace_ids)
-
-    queue = proposals.pending().aggregate(size=Count("id"), oldest=Min("created_at"))
-    stale_count = proposals.filter(status=ProposalStatus.STALE).count()
-
-    decided = (
-        proposals.filter(decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED])
-        .annotate(day=TruncDate("decided_at")).values("day", "status").annotate(n=Count("id")).order_by()
-    )
-    per_day: dict[tuple[date, str], int] = {(row["day"], row["status"]): row["n"] for row in decided}
+    figures = selectors.dashboard(workspace_ids, since=now - timedelta(days=DASHBOARD_DAYS))
+    per_day = figures.decided
     decisions_chart = charts.bar_chart(
         title=f"Decisions per day, last {DASHBOARD_DAYS} days",
         labels=_day_labels(days),
@@ -563,25 +467,15 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     ) if per_day else charts.bar_chart(title="Decisions per day", labels=[], series=[],
                                        empty_message="No decisions in the last 14 days")
 
-    runs_model = _runs_model()
     runs_chart = tokens_chart = cost_chart = None
-    run_total = 0
-    if runs_model is not None:
-        runs = runs_model.objects.filter(agent__workspace_id__in=workspace_ids)
-        by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
-        run_total = sum(by_status.values())
-    if runs_model is not None and run_total:
-        statuses = ["queued", "running", "succeeded", "no_change", "failed", "skipped"]
+    if figures.run_total:
+        by_status = figures.runs_by_status or {}
+        spend = figures.spend
         runs_chart = charts.bar_chart(
             title="Consolidation runs by outcome",
-            labels=[s.replace("_", " ") for s in statuses],
-            series=[charts.Series("Runs", [by_status.get(s, 0) for s in statuses])],
+            labels=[s.replace("_", " ") for s in selectors.RUN_STATUSES],
+            series=[charts.Series("Runs", [by_status.get(s, 0) for s in selectors.RUN_STATUSES])],
         )
-        spend = {
-            row["day"]: row
-            for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
-            .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
-        }
         tokens_chart = charts.line_chart(
             title="Consolidation tokens per day",
             labels=_day_labels(days),
@@ -598,25 +492,26 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             unit="USD",
         )
 
-    near = list(near_cap_files(agents_qs)[:50])
+    agents_qs = services.visible_agents(request.user)
+    near = list(selectors.near_cap_files(agents_qs)[:50])
     for row in near:
         row.percent = round(100 * row.chars / row.cap) if row.cap else 0  # type: ignore[attr-defined]
-    stale = list(stale_files(agents_qs, now)[:50])
+    stale = list(selectors.stale_files(agents_qs, now)[:50])
     return TemplateResponse(
         request,
         "reviews/admin/dashboard.html",
         {
-            "queue": queue,
-            "oldest_age": (now - queue["oldest"]) if queue["oldest"] else None,
-            "stale_count": stale_count,
+            "queue": {"size": figures.queue_size, "oldest": figures.oldest},
+            "oldest_age": (now - figures.oldest) if figures.oldest else None,
+            "stale_count": figures.stale_count,
             "decisions_chart": decisions_chart,
             "runs_chart": runs_chart,
-            "run_total": run_total,
+            "run_total": figures.run_total,
             "tokens_chart": tokens_chart,
             "cost_chart": cost_chart,
             "near_cap": near,
             "stale_files": stale,
-            "near_cap_percent": NEAR_CAP_PERCENT,
+            "near_cap_percent": selectors.NEAR_CAP_PERCENT,
             "agent_scoped": AGENT_SCOPED,
         },
     )

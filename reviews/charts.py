@@ -2,7 +2,10 @@
 to markup, no JavaScript. Colours and sizes are SVG presentation attributes,
 not `style`: the CSP forbids inline styles, and attributes are not styles.
 Each chart has a <title> and <desc> (role="img") so a screen reader gets
-the figures, and a legend so colour is never the only carrier of meaning."""
+the figures, and a legend so colour is never the only carrier of meaning.
+Every fragment is built with format_html, so every value — label, series
+name, colour, number — is escaped where it lands; nothing is marked safe by
+hand."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import count
 
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#999999")
@@ -73,76 +76,81 @@ class _Frame:
     def y(self, value: float) -> float:
         return self.top + self.plot_h - (value / self.y_max) * self.plot_h
 
-    def axes(self, *, unit: str) -> list[str]:
+    def axes(self, *, unit: str) -> list[SafeString]:
         out = []
         for i in range(5):
             value = self.y_max * i / 4
             y = self.y(value)
-            out.append(
-                f'<line class="chart-grid" x1="{self.left}" x2="{self.width - self.right}" y1="{y:.1f}" '
-                f'y2="{y:.1f}" stroke="#d0d5dc" stroke-width="1"/>'
-            )
-            out.append(
-                f'<text class="chart-tick" x="{self.left - 6}" y="{y + 4:.1f}" text-anchor="end" '
-                f'font-size="11" fill="#374151">{escape(_fmt(value))}</text>'
-            )
+            out.append(format_html(
+                '<line class="chart-grid" x1="{}" x2="{}" y1="{}" y2="{}" stroke="#d0d5dc" stroke-width="1"/>',
+                self.left, self.width - self.right, f"{y:.1f}", f"{y:.1f}",
+            ))
+            out.append(format_html(
+                '<text class="chart-tick" x="{}" y="{}" text-anchor="end" font-size="11" fill="#374151">{}</text>',
+                self.left - 6, f"{y + 4:.1f}", _fmt(value),
+            ))
         base = self.top + self.plot_h
-        out.append(
-            f'<line class="chart-axis" x1="{self.left}" x2="{self.left}" y1="{self.top}" y2="{base}" '
-            f'stroke="#374151" stroke-width="1"/>'
-        )
-        out.append(
-            f'<line class="chart-axis" x1="{self.left}" x2="{self.width - self.right}" y1="{base}" y2="{base}" '
-            f'stroke="#374151" stroke-width="1"/>'
-        )
+        out.append(format_html(
+            '<line class="chart-axis" x1="{}" x2="{}" y1="{}" y2="{}" stroke="#374151" stroke-width="1"/>',
+            self.left, self.left, self.top, base,
+        ))
+        out.append(format_html(
+            '<line class="chart-axis" x1="{}" x2="{}" y1="{}" y2="{}" stroke="#374151" stroke-width="1"/>',
+            self.left, self.width - self.right, base, base,
+        ))
         if unit:
-            out.append(
-                f'<text class="chart-unit" x="4" y="{self.top + 4}" font-size="11" fill="#374151">'
-                f"{escape(unit)}</text>"
-            )
+            out.append(format_html(
+                '<text class="chart-unit" x="4" y="{}" font-size="11" fill="#374151">{}</text>', self.top + 4, unit,
+            ))
         return out
 
-    def x_labels(self, labels: Sequence[str], centers: Sequence[float]) -> list[str]:
+    def x_labels(self, labels: Sequence[str], centers: Sequence[float]) -> list[SafeString]:
         # Thin out labels so they never overlap: about 56 px per label.
         every = max(1, math.ceil(len(labels) * 56 / max(self.plot_w, 1)))
         y = self.top + self.plot_h + 16
         return [
-            f'<text class="chart-label" x="{x:.1f}" y="{y:.1f}" text-anchor="middle" font-size="11" '
-            f'fill="#374151">{escape(label)}</text>'
+            format_html(
+                '<text class="chart-label" x="{}" y="{}" text-anchor="middle" font-size="11" fill="#374151">{}'
+                "</text>",
+                f"{x:.1f}", f"{y:.1f}", label,
+            )
             for i, (label, x) in enumerate(zip(labels, centers, strict=False))
             if i % every == 0 or i == len(labels) - 1
         ]
 
-    def legend(self, series: Sequence[Series], colors: Sequence[str]) -> list[str]:
+    def legend(self, series: Sequence[Series], colors: Sequence[str]) -> list[SafeString]:
         if len(series) < 2:
             return []
         out, x, y = [], float(self.left), self.height - 10
         for s, color in zip(series, colors, strict=True):
-            out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{color}"/>')
-            out.append(
-                f'<text class="chart-legend" x="{x + 14:.1f}" y="{y:.1f}" font-size="11" fill="#111827">'
-                f"{escape(s.name)}</text>"
-            )
+            out.append(format_html('<rect x="{}" y="{}" width="10" height="10" fill="{}"/>',
+                                   f"{x:.1f}", f"{y - 9:.1f}", color))
+            out.append(format_html(
+                '<text class="chart-legend" x="{}" y="{}" font-size="11" fill="#111827">{}</text>',
+                f"{x + 14:.1f}", f"{y:.1f}", s.name,
+            ))
             x += 24 + 7 * len(s.name)
         return out
 
 
-def _svg(*, title: str, desc: str, width: int, height: int, body: list[str], kind: str) -> SafeString:
+def _svg(*, title: str, desc: str, width: int, height: int, body: list[SafeString], kind: str) -> SafeString:
     uid = next(_ids)
-    return mark_safe(  # every interpolated text went through escape()
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-{kind}" role="img" '
-        f'viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMidYMid meet" '
-        f'aria-labelledby="chart-{uid}-title chart-{uid}-desc">'
-        f'<title id="chart-{uid}-title">{escape(title)}</title>'
-        f'<desc id="chart-{uid}-desc">{escape(desc)}</desc>' + "".join(body) + "</svg>"
+    return format_html(
+        '<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-{}" role="img" viewBox="0 0 {} {}" width="100%" '
+        'preserveAspectRatio="xMidYMid meet" aria-labelledby="chart-{}-title chart-{}-desc">'
+        '<title id="chart-{}-title">{}</title><desc id="chart-{}-desc">{}</desc>{}</svg>',
+        kind, width, height, uid, uid, uid, title, uid, desc, format_html_join("", "{}", ((part,) for part in body)),
     )
 
 
 def _empty(*, title: str, width: int, height: int, kind: str, message: str) -> SafeString:
     body = [
-        f'<rect x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" fill="none" stroke="#d0d5dc"/>',
-        f'<text class="chart-empty" x="{width / 2:.1f}" y="{height / 2:.1f}" text-anchor="middle" '
-        f'font-size="14" fill="#4b5563">{escape(message)}</text>',
+        format_html('<rect x="0.5" y="0.5" width="{}" height="{}" fill="none" stroke="#d0d5dc"/>', width - 1,
+                    height - 1),
+        format_html(
+            '<text class="chart-empty" x="{}" y="{}" text-anchor="middle" font-size="14" fill="#4b5563">{}</text>',
+            f"{width / 2:.1f}", f"{height / 2:.1f}", message,
+        ),
     ]
     return _svg(title=title, desc=message, width=width, height=height, body=body, kind=kind)
 
@@ -179,11 +187,11 @@ def bar_chart(
             value = s.values[i] if i < len(s.values) else 0
             y = frame.y(value)
             h = frame.top + frame.plot_h - y
-            body.append(
-                f'<rect class="chart-bar" x="{start + j * bar_w:.1f}" y="{y:.1f}" width="{bar_w:.1f}" '
-                f'height="{h:.1f}" fill="{color}"><title>{escape(f"{s.name}, {label}: {_fmt(value)}{suffix}")}'
-                f"</title></rect>"
-            )
+            body.append(format_html(
+                '<rect class="chart-bar" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>',
+                f"{start + j * bar_w:.1f}", f"{y:.1f}", f"{bar_w:.1f}", f"{h:.1f}", color,
+                f"{s.name}, {label}: {_fmt(value)}{suffix}",
+            ))
     body += frame.x_labels(labels, centers)
     body += frame.legend(series, colors)
     return _svg(title=title, desc=_describe(labels, series, unit), width=width, height=height, body=body, kind="bar")
@@ -214,13 +222,14 @@ def line_chart(
         points = [(xs[i], frame.y(v)) for i, v in enumerate(s.values[: len(labels)])]
         if len(points) > 1:
             path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-            body.append(f'<polyline class="chart-line" points="{path}" fill="none" stroke="{color}" '
-                        f'stroke-width="2"/>')
+            body.append(format_html(
+                '<polyline class="chart-line" points="{}" fill="none" stroke="{}" stroke-width="2"/>', path, color,
+            ))
         for (x, y), label, v in zip(points, labels, s.values, strict=False):
-            body.append(
-                f'<circle class="chart-point" cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}">'
-                f'<title>{escape(f"{s.name}, {label}: {_fmt(v)}{suffix}")}</title></circle>'
-            )
+            body.append(format_html(
+                '<circle class="chart-point" cx="{}" cy="{}" r="3" fill="{}"><title>{}</title></circle>',
+                f"{x:.1f}", f"{y:.1f}", color, f"{s.name}, {label}: {_fmt(v)}{suffix}",
+            ))
     body += frame.x_labels(labels, xs)
     body += frame.legend(series, colors)
     return _svg(title=title, desc=_describe(labels, series, unit), width=width, height=height, body=body,

@@ -1,4 +1,5 @@
-"""The review console: sign-in, queue, proposals, sessions, history, blame."""
+"""The review console: sign-in, queue, proposals, sessions, history, blame,
+governance changes and direct writes."""
 
 from __future__ import annotations
 
@@ -18,4 +19,7 @@ urlpatterns: list[URLPattern] = [
     path("sessions/<int:pk>/", views.session_detail, name="session"),
     path("agents/<slug:slug>/files/<str:file>/history/", views.file_history, name="file-history"),
     path("agents/<slug:slug>/files/<str:file>/blame/", views.file_blame, name="file-blame"),
+    path("changes/", views.changes, name="changes"),
+    path("changes/badge/", views.changes_badge, name="changes-badge"),
+    path("direct-writes/", views.direct_writes, name="direct-writes"),
 ]

@@ -21,8 +21,8 @@ from typing import Any
 # The three-way merge lives in memoryhub.merge: rebasing is a domain operation.
 from memoryhub.merge import has_conflict_markers, merge3
 
-__all__ = ["blame", "collapse", "has_conflict_markers", "merge3", "side_by_side", "similarity", "stats", "unified",
-           "word_diff"]
+__all__ = ["DiffView", "blame", "collapse", "has_conflict_markers", "merge3", "present", "side_by_side", "similarity",
+           "stats", "unified", "word_diff"]
 
 # Words, runs of whitespace and single punctuation marks: fine enough that a
 # changed date or number lights up alone, coarse enough to stay readable.
@@ -264,6 +264,43 @@ def _skip_row(first: Any, count: int) -> Any:
 
 def change_count(rows: Sequence[SideRow] | Sequence[UnifiedRow]) -> int:
     return max((row.change or 0 for row in rows), default=0)
+
+
+@dataclass(frozen=True)
+class DiffView:
+    """What a page shows of one diff: its rows (collapsed unless `whole`),
+    how many rows the whole diff has, how many unchanged lines are hidden
+    and how many change blocks there are to step through."""
+
+    rows: list[Any]
+    total: int
+    hidden: int
+    changes: int
+    unified: bool
+    whole: bool
+    collapsible: bool
+
+    @property
+    def change_numbers(self) -> range:
+        return range(1, self.changes + 1)
+
+
+def present(old: str, new: str, *, unified_view: bool = False, whole: bool = False,
+            context: int = CONTEXT_LINES) -> DiffView:
+    """The diff of two texts as a page shows it: side by side or unified,
+    unchanged runs collapsed to `context` lines unless `whole`."""
+    full: Sequence[SideRow] | Sequence[UnifiedRow] = unified(old, new) if unified_view else side_by_side(old, new)
+    collapsed = collapse(full, context)
+    rows: list[Any] = list(full) if whole else collapsed
+    return DiffView(
+        rows=rows,
+        total=len(full),
+        hidden=sum(row.skipped for row in rows),
+        changes=change_count(full),
+        unified=unified_view,
+        whole=whole,
+        collapsible=any(row.kind == "skip" for row in collapsed),
+    )
 
 
 def stats(old: str, new: str) -> dict[str, int]:

@@ -1,39 +1,51 @@
-"""The review console: queue, proposal, session log, file history and blame.
+"""The review console: queue, proposal, session log, file history and blame,
+governance changes and direct writes.
 
 Function views returning TemplateResponse. One view serves the full page and
 its fragments: an htmx request names the element it targets, and the view
 renders the partial of that name. A plain POST redirects with a message; an
 htmx POST re-renders one fragment in place. Objects come through the scoped
-helpers in reviews.access, so another workspace's object is a 404.
+lookups in memoryhub.services, so another workspace's object is a 404; the
+services decide who may do what, and their refusal is shown next to the form
+it came from. Read queries live in memoryhub.selectors.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from memoryhub import errors, scanner, services, tokens
-from memoryhub.models import AgentSession, FileKind, LogEntry, Proposal, ProposalStatus, Source
+from memoryhub import errors, scanner, selectors, services, tokens
+from memoryhub.models import Change, ChangeKind, FileKind, Proposal, ProposalStatus, Source, WritePolicy
+from memoryhub.services.changes import DECIDERS
 from reviews import diffs
 from reviews.api import history_author
 
 T = TypeVar("T")
 QUEUE_PAGE_SIZE = 25
+CHANGES_PAGE_SIZE = 25
+DIRECT_WRITES_PAGE_SIZE = 20
+DIRECT_WRITES_DAYS = 7
+# How many agents under `direct` the queue names before "and N more".
+DIRECT_NAMED = 5
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -47,12 +59,56 @@ def _or_404(lookup: Callable[..., T], *args: Any) -> T:
         raise Http404(exc.detail) from exc
 
 
+def _wants_fragment(request: HtmxHttpRequest) -> bool:
+    """An htmx request wants a fragment, except when htmx restores history
+    (historyCacheSize is 0, so back/forward refetches the whole page)."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
 def _fragment(request: HtmxHttpRequest, template_name: str, allowed: set[str], default: str) -> str:
     """The page, or for htmx the partial named like the element it targets."""
-    if not request.htmx:
+    if not _wants_fragment(request):
         return template_name
     target = request.htmx.target or ""
     return f"{template_name}#{target if target in allowed else default}"
+
+
+def _vary(response: HttpResponse) -> HttpResponse:
+    # The same URL answers with a page or a fragment: caches must keep both apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
+    url = reverse(name, args=[slug, kind])
+    return f"{url}?{urlencode({'user': user_ref})}" if user_ref else url
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _query(request: HttpRequest, **changes: str | None) -> str:
+    """This page's query string with some parameters set (None removes one)."""
+    params = request.GET.copy()
+    for key, value in changes.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = value
+    return f"?{params.urlencode()}"
+
+
+def _diff_links(request: HttpRequest) -> dict[str, str]:
+    # Built here: the {% querystring %} tag cannot set a parameter named "context".
+    return {"show_all_url": _query(request, context="all"), "collapse_url": _query(request, context=None)}
+
+
+def _can_review(request: HttpRequest, workspace_id: int) -> bool:
+    return services.can_review(request.user, workspace_id)
 
 
 # --- queue --------------------------------------------------------------------------
@@ -63,7 +119,8 @@ class QueueFilterForm(forms.Form):
         choices=[(ProposalStatus.PENDING, "Pending"), (ProposalStatus.STALE, "Stale")], required=False
     )
     workspace = forms.ChoiceField(required=False)
-    agent = forms.ChoiceField(required=False)
+    # Agent names are typed by admins: their options are inert (hx-disable).
+    agent = forms.ChoiceField(required=False, widget=forms.Select(attrs={"hx-disable": ""}))
     user = forms.CharField(required=False, max_length=255, label="User")
     file = forms.ChoiceField(choices=[("", "Any file"), *FileKind.choices], required=False)
     source = forms.ChoiceField(choices=[("", "Any source"), *Source.choices], required=False)
@@ -100,64 +157,59 @@ class QueueFilterForm(forms.Form):
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    visible = services.visible_proposals(request.user)
-    form = QueueFilterForm(request.GET or None, agents=list(services.visible_agents(request.user)))
-    counts = visible.aggregate(
-        pending=Count("id", filter=Q(status=ProposalStatus.PENDING)),
-        stale=Count("id", filter=Q(status=ProposalStatus.STALE)),
-    )
-    proposals = form.apply(visible).order_by("created_at", "id")
+    agents = list(services.visible_agents(request.user))
+    form = QueueFilterForm(request.GET or None, agents=agents)
+    proposals = form.apply(services.visible_proposals(request.user)).order_by("created_at", "id")
     page = Paginator(proposals, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
-    can_decide = bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES))
-    return TemplateResponse(
+    # The queue may promise review only for agents under `review`: name the others.
+    direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
+    return _vary(TemplateResponse(
         request,
         _fragment(request, "reviews/queue.html", {"proposal-list"}, "proposal-list"),
-        {"form": form, "page": page, "counts": counts, "can_decide": can_decide, "now": timezone.now()},
-    )
+        {
+            "form": form,
+            "page": page,
+            "counts": selectors.queue_counts(request.user),
+            "changes_pending": selectors.pending_change_count(request.user),
+            "can_decide": bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES)),
+            "now": timezone.now(),
+            "has_agents": bool(agents),
+            "direct_named": direct[:DIRECT_NAMED],
+            "direct_more": max(0, len(direct) - DIRECT_NAMED),
+        },
+    ))
 
 
 @login_required
 @require_GET
 def queue_badge(request: HtmxHttpRequest) -> HttpResponse:
-    pending = services.visible_proposals(request.user).pending().count()
-    return TemplateResponse(request, "reviews/badge.html", {"pending": pending})
+    return TemplateResponse(request, "reviews/badge.html", {"pending": selectors.pending_proposal_count(request.user)})
 
 
 # --- proposal ------------------------------------------------------------------------
 
 
-def _evidence(proposal: Proposal) -> dict[int, LogEntry]:
-    """The log entries cited by the rationale, in one query. Scoped to the
-    proposal's agent, and to its user for a user's file, so an id forged into
-    a rationale cannot show another pair's log. Agent-wide files (SOUL, ABOUT,
-    TOOLS) learn from all the agent's users, so the agent is their boundary."""
-    ids = {
-        int(i)
-        for change in proposal.rationale if isinstance(change, dict)
-        for i in change.get("evidence") or [] if isinstance(i, int) or (isinstance(i, str) and i.isdigit())
-    }
-    if not ids:
-        return {}
-    entries = LogEntry.objects.filter(pk__in=ids, agent=proposal.agent)
-    if proposal.user_ref:
-        entries = entries.filter(user_ref=proposal.user_ref)
-    return {e.pk: e for e in entries}
-
-
-def _changes(proposal: Proposal, evidence: dict[int, LogEntry]) -> list[dict[str, Any]]:
+def _rationale(proposal: Proposal) -> list[dict[str, Any]]:
+    """Each change of the rationale with the log entries it cites (scoped to
+    the proposal's agent and user) and the ids that were not found."""
+    found = selectors.evidence(proposal.agent, proposal.user_ref, selectors.cited_ids(proposal.rationale))
     changes = []
-    for change in proposal.rationale:
+    for change in proposal.rationale if isinstance(proposal.rationale, list) else []:
         if not isinstance(change, dict):
             continue
-        cited = [int(i) for i in change.get("evidence") or [] if str(i).isdigit()]
+        cited = selectors.cited_ids([change])
         changes.append({
-            "kind": change.get("kind", "edit"),
-            "summary": change.get("summary", ""),
-            "reason": change.get("reason", ""),
-            "entries": [evidence[i] for i in cited if i in evidence],
-            "missing": [i for i in cited if i not in evidence],
+            "kind": str(change.get("kind", "edit")),
+            "summary": str(change.get("summary", "")),
+            "reason": str(change.get("reason", "")),
+            "entries": [found[i] for i in cited if i in found],
+            "missing": [i for i in cited if i not in found],
         })
     return changes
+
+
+def _diff_options(request: HtmxHttpRequest) -> dict[str, bool]:
+    return {"unified_view": request.GET.get("view") == "unified", "whole": request.GET.get("context") == "all"}
 
 
 def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
@@ -165,22 +217,39 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
     file = services.get_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
     current_version = file.version if file else 0
     counter = tokens.counter_for(agent.token_encoding)
-    view = request.GET.get("view", "split")
+    can_review = _can_review(request, agent.workspace_id)
+    authors = services.authors_of(proposal)
+    is_author = request.user.pk in authors
+    has_conflicts = diffs.has_conflict_markers(proposal.proposed_content)
+    behind = proposal.is_open and current_version != proposal.base_version
+    current = proposal.status == ProposalStatus.PENDING and not behind
+    options = _diff_options(request)
+    revises = proposal.revises if proposal.revises_id else None
     return {
         "proposal": proposal,
         "agent": agent,
         "current_version": current_version,
-        "behind": proposal.status in (ProposalStatus.PENDING, ProposalStatus.STALE)
-        and current_version != proposal.base_version,
-        "can_decide": services.role_in(user=request.user, workspace=agent.workspace_id) in services.REVIEW_ROLES,
-        "is_author": proposal.author_user_id == request.user.pk,
-        "has_conflicts": diffs.has_conflict_markers(proposal.proposed_content),
-        "view": "unified" if view == "unified" else "split",
+        "behind": behind,
+        "can_decide": can_review,
+        "is_author": is_author,
+        # Four-eyes, made visible: nobody who wrote a revision sees Approve or
+        # Reject; the proposal's own author may take it back instead.
+        "can_approve": can_review and not is_author and current and not has_conflicts,
+        "can_reject": can_review and not is_author and proposal.is_open,
+        "can_withdraw": can_review and proposal.author_user_id == request.user.pk and proposal.is_open,
+        "can_edit": can_review and current,
+        "can_rebase": can_review and behind and proposal.source != Source.ROLLBACK,
+        "has_conflicts": has_conflicts,
+        "view": "unified" if options["unified_view"] else "split",
+        "whole": options["whole"],
         "left_label": f"Version {proposal.base_version}" if proposal.base_version else "Empty (new file)",
-        "side_rows": diffs.side_by_side(proposal.base_content, proposal.proposed_content),
-        "unified_rows": diffs.unified(proposal.base_content, proposal.proposed_content),
+        "diff": diffs.present(proposal.base_content, proposal.proposed_content, **options),
+        "revises": revises,
+        "revision_label": f"Proposal #{revises.pk}" if revises else "",
+        "revision_diff": diffs.present(revises.proposed_content, proposal.proposed_content, **options)
+        if revises else None,
         "stats": diffs.stats(proposal.base_content, proposal.proposed_content),
-        "changes": _changes(proposal, _evidence(proposal)),
+        "changes": _rationale(proposal),
         "findings": scanner.scan_all(proposal.proposed_content),
         "size": {
             "chars_before": len(proposal.base_content),
@@ -193,12 +262,32 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
             "encoding": counter.describe()["encoding"],
         },
         "file_url": _file_url("file-history", agent.slug, proposal.kind, proposal.user_ref),
+        **_diff_links(request),
     }
 
 
-def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
-    url = reverse(name, args=[slug, kind])
-    return f"{url}?user={user_ref}" if user_ref else url
+def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[str, Proposal | None]:
+    """Run one decision; returns the message and, for an edit or rebase, the
+    new proposal to go to."""
+    comment = request.POST.get("comment", "")
+    if action == "approve":
+        done = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
+        return f"Approved. {done.kind} is now version {done.applied_version}.", None
+    if action == "reject":
+        services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
+        return "Rejected. Nothing served has changed.", None
+    if action == "withdraw":
+        services.withdraw_proposal(proposal_id=proposal.pk, actor=request.user, comment=comment)
+        return "Withdrawn. Nothing served has changed.", None
+    if action == "edit":
+        revision = services.revise_proposal(proposal_id=proposal.pk, reviewer=request.user,
+                                            content=request.POST.get("content", ""), comment=comment)
+        return (f"Your edit is saved as proposal #{revision.pk}. Another reviewer has to approve it "
+                "(four-eyes rule)."), revision
+    if action == "rebase":
+        rebased = services.rebase_proposal(proposal_id=proposal.pk, reviewer=request.user)
+        return f"Rebased onto the current version as proposal #{rebased.pk}. Review it and confirm.", rebased
+    raise errors.Invalid("Choose approve, reject, withdraw, edit or rebase.")
 
 
 @login_required
@@ -206,63 +295,40 @@ def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
 def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     proposal = _or_404(services.get_proposal_for_user, request.user, pk)
     template_name = "reviews/proposal.html"
-    error: errors.DomainError | None = None
-    if request.method == "POST":
-        action = request.POST.get("action", "")
-        comment = request.POST.get("comment", "")
-        try:
-            if action == "approve":
-                proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
-                done, target = f"Approved. {proposal.kind} is now version {proposal.applied_version}.", None
-            elif action == "reject":
-                services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
-                done, target = "Rejected. Nothing served has changed.", None
-            elif action == "edit":
-                target = services.revise_proposal(
-                    proposal_id=proposal.pk, reviewer=request.user, content=request.POST.get("content", ""),
-                    comment=comment,
-                )
-                done = (f"Your edit is saved as proposal #{target.pk}. Another reviewer has to approve it "
-                        "(four-eyes rule).")
-            elif action == "rebase":
-                target = services.rebase_proposal(proposal_id=proposal.pk, reviewer=request.user)
-                done = f"Rebased onto the current version as proposal #{target.pk}. Review it and confirm."
-            else:
-                raise errors.Invalid("Choose approve, reject, edit or rebase.")
-        except errors.DomainError as exc:
-            error = exc
-            proposal = services.get_proposal_for_user(request.user, proposal.pk)
-        else:
-            url = reverse("proposal", args=[(target or proposal).pk])
-            if target is not None or not request.htmx:
-                messages.success(request, done)
-                return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-            proposal = services.get_proposal_for_user(request.user, proposal.pk)
-            context = _proposal_context(request, proposal)
-            return TemplateResponse(request, template_name + "#decision", {**context, "done": done})
+    if request.method != "POST":
+        return _vary(TemplateResponse(
+            request, _fragment(request, template_name, {"diff"}, "diff"), _proposal_context(request, proposal)
+        ))
+    action = request.POST.get("action", "")
+    try:
+        done, target = _decide(request, proposal, action)
+    except errors.DomainError as exc:
+        proposal = services.get_proposal_for_user(request.user, proposal.pk)
         context = _proposal_context(request, proposal)
-        context.update(error=error, posted_action=action, posted_comment=comment,
+        context.update(error=exc, posted_action=action, posted_comment=request.POST.get("comment", ""),
                        posted_content=request.POST.get("content"))
         if request.htmx:
             # htmx swaps only 2xx answers by default; the error is in the fragment.
             return TemplateResponse(request, template_name + "#decision", context)
-        return TemplateResponse(request, template_name, context, status=error.status)
-    return TemplateResponse(
-        request, _fragment(request, template_name, {"diff"}, "diff"), _proposal_context(request, proposal)
-    )
+        return TemplateResponse(request, template_name, context, status=exc.status)
+    url = reverse("proposal", args=[(target or proposal).pk])
+    if target is not None or not request.htmx:
+        messages.success(request, done)
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    proposal = services.get_proposal_for_user(request.user, proposal.pk)
+    context = _proposal_context(request, proposal)
+    context.update(done=done, pending_badge=selectors.pending_proposal_count(request.user))
+    return TemplateResponse(request, template_name + "#decision", context)
 
 
 @login_required
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    session = (
-        AgentSession.objects.filter(pk=pk, agent__in=services.visible_agents(request.user))
-        .select_related("agent").first()
-    )
+    session = selectors.session_for(request.user, pk)
     if session is None:
         raise Http404("There is no such session in your workspaces.")
     return TemplateResponse(request, "reviews/session.html",
-                            {"session": session, "entries": session.entries.order_by("id")})
+                            {"session": session, "entries": selectors.session_log(session)})
 
 
 # --- file history and blame ---------------------------------------------------------------
@@ -278,11 +344,30 @@ def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Any, str,
     return agent, user_ref, rows
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+def _history_action(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: str) -> tuple[str, Any]:
+    """Run one POSTed action of the history page; returns the message and
+    what it made (a rollback proposal, a release change or the file)."""
+    action = request.POST.get("action", "")
+    reason = request.POST.get("reason", "")
+    if action == "rollback":
+        version = _int(request.POST.get("version"))
+        if version is None:
+            raise errors.Invalid("Choose a version to roll back to.", field="version")
+        rollback = services.propose_rollback(agent=agent, kind=kind, user_ref=user_ref or None, to_version=version,
+                                             actor=request.user, reason=reason)
+        return (f"Rollback to the content of version {version} proposed as proposal #{rollback.pk}. "
+                "Another reviewer has to approve it before it is served (four-eyes rule)."), rollback
+    if action == "withhold":
+        file = services.withhold_file(agent=agent, kind=kind, user_ref=user_ref or None, actor=request.user,
+                                      reason=reason)
+        return (f"Withheld: {kind} v{file.version} is no longer served, in new contexts and in open sessions. "
+                "Serving it again takes a second reviewer (a release or a rollback)."), file
+    if action == "release":
+        change = services.request_release(agent=agent, kind=kind, user_ref=user_ref or None, actor=request.user,
+                                          reason=reason)
+        return (f"Release requested as change #{change.pk}. Another reviewer decides it on the Changes page "
+                "(four-eyes rule)."), change
+    raise errors.Invalid("Choose rollback, withhold or release.")
 
 
 @login_required
@@ -290,35 +375,31 @@ def _int(value: Any) -> int | None:
 def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     agent, user_ref, rows = _versions(request, slug, file)
     template_name = "reviews/file_history.html"
-    error: errors.DomainError | None = None
-    confirm = _int(request.GET.get("rollback"))
-    if request.method == "POST":
-        confirm = _int(request.POST.get("version"))
-        try:
-            if request.POST.get("action") != "rollback" or confirm is None:
-                raise errors.Invalid("Choose a version to roll back to.", field="version")
-            rollback = services.propose_rollback(agent=agent, kind=file, user_ref=user_ref or None,
-                                                 to_version=confirm, actor=request.user,
-                                                 reason=request.POST.get("reason", ""))
-        except errors.DomainError as exc:
-            error = exc
-        else:
-            done = (f"Rollback to the content of version {confirm} proposed as proposal #{rollback.pk}. "
-                    "Another reviewer has to approve it before it is served (four-eyes rule).")
-            if not request.htmx:
-                messages.success(request, done)
-                return redirect(reverse("proposal", args=[rollback.pk]))
-            _agent, _user, rows = _versions(request, slug, file)
-            context = _history_context(request, agent, file, user_ref, rows, None)
-            return TemplateResponse(request, template_name + "#timeline", {**context, "done": done})
+    if request.method != "POST":
+        context = _history_context(request, agent, file, user_ref, rows, _int(request.GET.get("rollback")))
+        return _vary(TemplateResponse(
+            request, _fragment(request, template_name, {"timeline", "version-diff"}, "timeline"), context
+        ))
+    action = request.POST.get("action", "")
+    try:
+        done, made = _history_action(request, agent, file, user_ref)
+    except errors.DomainError as exc:
+        confirm = _int(request.POST.get("version")) if action == "rollback" else None
         context = _history_context(request, agent, file, user_ref, rows, confirm)
-        context.update(error=error, posted_reason=request.POST.get("reason", ""))
+        context.update(error=exc, posted_action=action, posted_reason=request.POST.get("reason", ""))
         if request.htmx:
             return TemplateResponse(request, template_name + "#timeline", context)
-        return TemplateResponse(request, template_name, context, status=error.status)
-    context = _history_context(request, agent, file, user_ref, rows, confirm)
-    return TemplateResponse(request, _fragment(request, template_name, {"timeline", "version-diff"}, "timeline"),
-                            context)
+        return TemplateResponse(request, template_name, context, status=exc.status)
+    if not request.htmx:
+        messages.success(request, done)
+        if isinstance(made, Proposal):
+            return redirect(reverse("proposal", args=[made.pk]))
+        return redirect(_file_url("file-history", agent.slug, file, user_ref))
+    _agent, _user, rows = _versions(request, slug, file)
+    context = _history_context(request, agent, file, user_ref, rows, None)
+    context.update(done=done, done_proposal=made if isinstance(made, Proposal) else None,
+                   done_change=made if isinstance(made, Change) else None)
+    return TemplateResponse(request, template_name + "#timeline", context)
 
 
 def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: str, rows: list[Any],
@@ -330,6 +411,9 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
     a = asked_a if asked_a is not None and asked_a in by_version else (b - 1 if b - 1 in by_version else b)
     old = by_version[a].content if a in by_version else ""
     new = by_version[b].content if b in by_version else ""
+    state = selectors.file_state(agent, kind, user_ref)
+    history_url = _file_url("file-history", agent.slug, kind, user_ref)
+    whole = request.GET.get("context") == "all"
     return {
         "agent": agent,
         "kind": kind,
@@ -339,13 +423,19 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
         "versions": [row.version for row in rows],
         "a": a,
         "b": b,
-        "diff_rows": diffs.side_by_side(old, new),
+        "diff": diffs.present(old, new, whole=whole),
+        "whole": whole,
         "a_label": f"Version {a}",
         "b_label": f"Version {b}",
-        "can_rollback": services.role_in(user=request.user, workspace=agent.workspace_id) in services.REVIEW_ROLES,
+        "can_rollback": _can_review(request, agent.workspace_id),
         "confirm": by_version.get(confirm) if confirm != latest else None,
-        "history_url": _file_url("file-history", agent.slug, kind, user_ref),
+        "file_state": state,
+        "withheld": bool(state and state.is_withheld),
+        "can_withhold": bool(state and state.exists and not state.is_withheld),
+        "release": selectors.pending_release(agent, kind, user_ref) if state and state.is_withheld else None,
+        "history_url": history_url,
         "blame_url": _file_url("file-blame", agent.slug, kind, user_ref),
+        **_diff_links(request),
     }
 
 
@@ -354,18 +444,9 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
 def file_blame(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     agent, user_ref, rows = _versions(request, slug, file)
     by_version = {row.version: row for row in rows}
-    cited = {
-        row.version: sorted({
-            int(i) for change in (row.proposal.rationale if row.proposal_id else []) if isinstance(change, dict)
-            for i in change.get("evidence") or [] if str(i).isdigit()
-        })
-        for row in rows
-    }
-    # One query for every line's evidence, scoped like the proposal page's.
-    entries = LogEntry.objects.filter(pk__in={i for ids in cited.values() for i in ids}, agent=agent)
-    if user_ref:
-        entries = entries.filter(user_ref=user_ref)
-    found = {e.pk: e for e in entries}
+    cited = {row.version: sorted(set(selectors.cited_ids(row.proposal.rationale if row.proposal_id else [])))
+             for row in rows}
+    found = selectors.evidence(agent, user_ref, {i for ids in cited.values() for i in ids})
     lines = [
         {"line": line, "row": by_version[line.origin], "author": history_author(by_version[line.origin]),
          "evidence": [found[i] for i in cited[line.origin] if i in found]}
@@ -379,3 +460,208 @@ def file_blame(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
         "latest": rows[-1].version if rows else 0,
         "history_url": _file_url("file-history", agent.slug, file, user_ref),
     })
+
+
+# --- governance changes --------------------------------------------------------------------------
+
+SETTING_LABELS = {
+    "write_policy": "Write policy",
+    "consolidation_backend": "Consolidation backend",
+    "daily_budget_usd": "Daily budget (USD)",
+    "default_write_policy": "Default write policy for new agents",
+    **{f"limit_{k}": f"{k.upper()}.md limit (characters)" for k in ("soul", "about", "tools", "user", "memory")},
+}
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    change: Change
+    # (what, from, to) for each thing the change would set.
+    lines: list[tuple[str, str, str]]
+    can_decide: bool
+    can_withdraw: bool
+    file_url: str
+
+
+def _payload_lines(change: Change) -> list[tuple[str, str, str]]:
+    payload = change.payload if isinstance(change.payload, dict) else {}
+    fields = payload.get("fields")
+    if isinstance(fields, dict):
+        return [
+            (SETTING_LABELS.get(field, field.replace("_", " ").capitalize()), str(values.get("from", "")),
+             str(values.get("to", "")))
+            for field, values in fields.items() if isinstance(values, dict)
+        ]
+    if change.kind == ChangeKind.RELEASE:
+        return [(f"{change.file_kind} v{payload.get('version', '?')}", "withheld", "served again")]
+    return [(str(key), "", json.dumps(value, ensure_ascii=False)) for key, value in payload.items()]
+
+
+def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> list[ChangeRow]:
+    rows = []
+    for change in changes:
+        pending = change.is_pending
+        mine = change.requested_by_id is not None and change.requested_by_id == request.user.pk
+        role = roles.get(change.workspace_id)
+        rows.append(ChangeRow(
+            change=change,
+            lines=_payload_lines(change),
+            can_decide=pending and not mine and role in DECIDERS.get(ChangeKind(change.kind), set()),
+            can_withdraw=pending and mine,
+            file_url=_file_url("file-history", change.agent.slug, change.file_kind, change.user_ref)
+            if change.agent and change.file_kind else "",
+        ))
+    return rows
+
+
+def _changes_context(request: HtmxHttpRequest) -> dict[str, Any]:
+    visible = services.visible_changes(request.user)
+    roles = selectors.roles_by_workspace(request.user)
+    decided = Paginator(visible.exclude(status="pending").order_by("-decided_at", "-id"), CHANGES_PAGE_SIZE)
+    page = decided.get_page(request.GET.get("page"))
+    return {
+        "pending": _change_rows(request, visible.pending().order_by("created_at", "id"), roles),
+        "decided": _change_rows(request, page.object_list, roles),
+        "page": page,
+    }
+
+
+def _change_action(request: HtmxHttpRequest, change: Change, action: str) -> str:
+    comment = request.POST.get("comment", "")
+    if action == "approve":
+        services.approve_change(change_id=change.pk, actor=request.user, comment=comment)
+        return f"Approved change #{change.pk}: it is in effect now."
+    if action == "reject":
+        services.reject_change(change_id=change.pk, actor=request.user, comment=comment)
+        return f"Rejected change #{change.pk}. Nothing has changed."
+    if action == "withdraw":
+        services.withdraw_change(change_id=change.pk, actor=request.user, comment=comment)
+        return f"Withdrew change #{change.pk}. Nothing has changed."
+    raise errors.Invalid("Choose approve, reject or withdraw.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def changes(request: HtmxHttpRequest) -> HttpResponse:
+    template_name = "reviews/changes.html"
+    if request.method != "POST":
+        return _vary(TemplateResponse(
+            request, _fragment(request, template_name, {"pending-changes", "decided-changes"}, "pending-changes"),
+            _changes_context(request),
+        ))
+    change = _or_404(services.get_change_for_user, request.user, request.POST.get("change"))
+    action = request.POST.get("action", "")
+    try:
+        done = _change_action(request, change, action)
+    except errors.DomainError as exc:
+        context = _changes_context(request)
+        context.update(error=exc, error_for=change.pk, posted_action=action,
+                       posted_comment=request.POST.get("comment", ""))
+        if request.htmx:
+            return TemplateResponse(request, template_name + "#pending-changes", context)
+        return TemplateResponse(request, template_name, context, status=exc.status)
+    if not request.htmx:
+        messages.success(request, done)
+        return redirect("changes")
+    context = _changes_context(request)
+    context.update(done=done, changes_badge=selectors.pending_change_count(request.user))
+    return TemplateResponse(request, template_name + "#pending-changes", context)
+
+
+@login_required
+@require_GET
+def changes_badge(request: HtmxHttpRequest) -> HttpResponse:
+    return TemplateResponse(request, "reviews/badge.html", {"pending": selectors.pending_change_count(request.user)})
+
+
+# --- direct writes ------------------------------------------------------------------------------------
+
+
+class DirectWritesForm(forms.Form):
+    since = forms.DateField(required=False, label="Since")
+    agent = forms.ChoiceField(required=False)
+
+    def __init__(self, data: Any, *, agents: list[Any]) -> None:
+        super().__init__(data)
+        cast(forms.ChoiceField, self.fields["agent"]).choices = [
+            ("", "All agents"), *((a.slug, a.slug) for a in agents)
+        ]
+
+    def since_day(self) -> date:
+        default = timezone.localdate() - timedelta(days=DIRECT_WRITES_DAYS)
+        return (self.cleaned_data.get("since") if self.is_valid() else None) or default
+
+    def agent_slug(self) -> str:
+        return str(self.cleaned_data.get("agent") or "") if self.is_valid() else ""
+
+
+def _direct_writes_context(request: HtmxHttpRequest) -> dict[str, Any]:
+    agents = list(services.visible_agents(request.user).order_by("slug"))
+    form = DirectWritesForm(request.GET or None, agents=agents)
+    since = form.since_day()
+    paginator = Paginator(selectors.direct_writes(request.user, since=since, agent_slug=form.agent_slug()),
+                          DIRECT_WRITES_PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    roles = selectors.roles_by_workspace(request.user)
+    writes = []
+    for row in page.object_list:
+        served = row.version == row.served_version
+        writes.append({
+            "row": row,
+            "diff": diffs.present(row.previous_content or "", row.content, unified_view=True),
+            "can_act": roles.get(row.agent.workspace_id) in services.REVIEW_ROLES,
+            "served": served,
+            "withheld": served and row.withheld_version == row.version,
+            "history_url": _file_url("file-history", row.agent.slug, row.kind, row.user_ref),
+            "anchor": f"write-{row.history_id}-change",
+        })
+    return {"form": form, "since": since, "page": page, "writes": writes, "agents": agents,
+            "query": request.GET.urlencode(), "days": DIRECT_WRITES_DAYS}
+
+
+def _direct_write_action(request: HtmxHttpRequest) -> tuple[str, Proposal | None]:
+    agent = _or_404(services.get_agent_for_user, request.user, request.POST.get("agent", ""))
+    kind, user_ref = request.POST.get("file", ""), request.POST.get("user", "")
+    action, reason = request.POST.get("action", ""), request.POST.get("reason", "")
+    version = _int(request.POST.get("version"))
+    if version is None:
+        raise errors.Invalid("Say which version you are acting on.", field="version")
+    if action == "withhold":
+        file = services.withhold_file(agent=agent, kind=kind, user_ref=user_ref or None, actor=request.user,
+                                      reason=reason)
+        return (f"Withheld: {kind} v{file.version} of {agent.slug} is no longer served, in new contexts and in "
+                "open sessions. Serving it again takes a second reviewer."), None
+    if action == "rollback":
+        rollback = services.propose_rollback(agent=agent, kind=kind, user_ref=user_ref or None,
+                                             to_version=version - 1, actor=request.user, reason=reason)
+        return (f"Rollback of {kind} to v{version - 1} proposed as proposal #{rollback.pk}. Another reviewer has "
+                "to approve it before it is served (four-eyes rule)."), rollback
+    raise errors.Invalid("Choose withhold or rollback.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def direct_writes(request: HtmxHttpRequest) -> HttpResponse:
+    template_name = "reviews/direct_writes.html"
+    if request.method != "POST":
+        return _vary(TemplateResponse(
+            request, _fragment(request, template_name, {"direct-writes"}, "direct-writes"),
+            _direct_writes_context(request),
+        ))
+    try:
+        done, rollback = _direct_write_action(request)
+    except errors.DomainError as exc:
+        context = _direct_writes_context(request)
+        context.update(error=exc, error_for=_int(request.POST.get("row")),
+                       posted_action=request.POST.get("action", ""), posted_reason=request.POST.get("reason", ""))
+        if request.htmx:
+            return TemplateResponse(request, template_name + "#direct-writes", context)
+        return TemplateResponse(request, template_name, context, status=exc.status)
+    if not request.htmx:
+        messages.success(request, done)
+        if rollback is not None:
+            return redirect(reverse("proposal", args=[rollback.pk]))
+        return redirect(request.get_full_path())
+    context = _direct_writes_context(request)
+    context.update(done=done, done_proposal=rollback)
+    return TemplateResponse(request, template_name + "#direct-writes", context)

@@ -354,3 +354,12 @@ def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, Any], ac
         + (f" (change #{change.pk})" if change else ""),
         details={"fields": _field_changes(before, wanted), "change": change.pk if change else None},
     )
+
+
+def governed_settings() -> dict[str, str]:
+    """The agent settings a second admin must approve, each with when that
+    is, in words (for the forms that change them)."""
+    when: dict[Callable[[Any, Any], bool], str] = {
+        _to_direct: "switching to direct", _raised: "raising it", _changed: "any change",
+    }
+    return {field: when[spec.weakens] for field, spec in AGENT_SETTINGS.items() if spec.weakens in when}

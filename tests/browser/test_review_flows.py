@@ -103,20 +103,36 @@ def test_a_reviewer_rejects_with_a_comment(page, live_server, world):
     assert "Berlin" not in served_context(live_server, world["key"])["system_prompt"]
 
 
-def test_a_reviewer_rolls_back_from_the_history_page(page, live_server, world):
+def test_a_reviewer_proposes_a_rollback_and_a_second_reviewer_approves_it(page, live_server, world):
     agent = world["agent"]
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="cust-7", content="- Prefers phone.",
                           reason="agent changed its mind")
     sign_in(page, live_server, "rita-reviewer", PASSWORD)
     page.goto(f"{live_server.url}/agents/{agent.slug}/files/MEMORY.md/history/?user=cust-7")
     screenshot(page, "file-history")
-    page.get_by_role("link", name="roll back to v1…").click()
+    page.get_by_role("link", name="propose rollback to v1…").click()
     page.get_by_label("Reason").fill("The customer never asked for phone calls.")
-    page.get_by_role("button", name="Roll back to v1").click()
-    page.get_by_text("v3").first.wait_for()
+    page.get_by_role("button", name="Propose rollback to v1").click()
+    page.get_by_text("Another reviewer has to approve it").first.wait_for()
+    rollback = Proposal.objects.get(source=Source.ROLLBACK)
+    # One person's word changes nothing served.
     file = MemoryFile.objects.get(agent=agent, kind="MEMORY.md", user_ref="cust-7")
+    assert (file.version, file.content) == (2, "- Prefers phone.")
+    page.get_by_role("link", name=f"Open proposal #{rollback.pk} →").click()
+    page.wait_for_url(f"**/proposals/{rollback.pk}/")
+    assert page.get_by_role("button", name="Approve and serve").count() == 0
+    assert page.get_by_role("button", name="Withdraw").count() == 1
+    assert page.console_errors == []
+    page.get_by_role("button", name="Sign out").click()
+
+    sign_in(page, live_server, "rob-reviewer", PASSWORD)
+    page.goto(f"{live_server.url}/proposals/{rollback.pk}/")
+    page.get_by_role("button", name="Approve and serve").click()
+    page.locator(".status .status-approved").wait_for()
+    file.refresh_from_db()
     assert (file.version, file.content) == (3, "- Prefers email over phone.")
     assert "Prefers email over phone." in served_context(live_server, world["key"])["system_prompt"]
+    assert page.console_errors == []
 
 
 def test_an_admin_edits_soul_and_a_different_reviewer_approves_it(page, live_server, world):
@@ -131,11 +147,14 @@ def test_an_admin_edits_soul_and_a_different_reviewer_approves_it(page, live_ser
     proposal = Proposal.objects.get(kind="SOUL.md", status=ProposalStatus.PENDING)
     assert (proposal.source, proposal.author_user) == (Source.ADMIN, world["admin"])
 
-    # The author cannot approve their own change.
+    # The author sees no Approve or Reject on their own change, only Withdraw.
     page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
-    page.get_by_role("button", name="Approve and serve").click()
-    page.get_by_text("four-eyes").first.wait_for()
+    page.get_by_text("someone else approves or rejects it (four-eyes rule)").wait_for()
+    assert page.get_by_role("button", name="Approve and serve").count() == 0
+    assert page.get_by_role("button", name="Reject").count() == 0
+    assert page.get_by_role("button", name="Withdraw").is_visible()
     assert "careful and warm" not in served_context(live_server, world["key"])["system_prompt"]
+    assert page.console_errors == []
     page.get_by_role("button", name="Sign out").click()
 
     sign_in(page, live_server, "rob-reviewer", PASSWORD)
@@ -163,6 +182,7 @@ def test_the_main_pages_render_with_the_demo_data(page, live_server):
     oldest = Proposal.objects.filter(status=ProposalStatus.PENDING).order_by("created_at").first()
     page.goto(f"{live_server.url}/proposals/{oldest.pk}/")
     screenshot(page, "proposal")
+    assert page.console_errors == []
     page.get_by_role("button", name="Sign out").click()
 
     sign_in(page, live_server, "admin", "demo-admin-pass")
@@ -173,6 +193,8 @@ def test_the_main_pages_render_with_the_demo_data(page, live_server):
         (f"/agents/{agent.slug}/files/MEMORY.md/blame/?user=cust-1042", "file-blame"),
         ("/audit/", "audit"),
         ("/dashboard/", "dashboard"),
+        ("/changes/", "changes"),
+        ("/direct-writes/", "direct-writes"),
     ]:
         page.goto(f"{live_server.url}{path}")
         page.locator("main h1").first.wait_for()

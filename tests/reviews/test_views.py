@@ -107,6 +107,8 @@ def test_it_sends_a_strict_content_security_policy(settings, reviewer, proposal)
     body = response.content.decode()
     assert "<script>" not in body and "style=" not in body
     assert '"includeIndicatorStyles": false' in body and 'hx-headers=\'{"x-csrftoken": "' in body
+    assert '"allowScriptTags": false' in body and '"selfRequestsOnly": true' in body
+    assert "{#" not in body and "#}" not in body  # a template comment that leaked would end <head> early
 
 
 def test_it_shows_the_pending_count_badge(reviewer, proposal):
@@ -255,7 +257,10 @@ def test_it_shows_four_eyes_as_an_error_and_changes_nothing(agent, admin):
     own = services.propose_change(agent=agent, kind="SOUL.md", content="soul v2", source=Source.ADMIN,
                                   author_user=admin)
     client = client_for(admin)
-    assert "another reviewer has to approve" in client.get(url(own)).content.decode()
+    page = client.get(url(own)).content.decode()
+    assert "someone else approves or rejects it (four-eyes rule)" in page
+    assert 'value="approve"' not in page and 'value="reject"' not in page and 'value="withdraw"' in page
+    # A forged POST meets the same rule in the service.
     response = client.post(url(own), {"action": "approve"})
     assert response.status_code == 403 and "four-eyes" in response.content.decode()
     fragment = client.post(url(own), {"action": "approve"}, **HTMX)
@@ -366,7 +371,8 @@ def test_it_blames_each_line_on_its_version_and_proposal(agent, reviewer, soul_h
 def test_it_confirms_then_rolls_back_with_a_reason(agent, reviewer, soul_history):
     client = client_for(reviewer)
     confirm = client.get(history(agent), {"rollback": 1}).content.decode()
-    assert "Roll SOUL.md back to the content of version 1?" in confirm and 'name="reason"' in confirm
+    assert "Propose rolling SOUL.md back to the content of version 1?" in confirm and 'name="reason"' in confirm
+    assert "another reviewer approves it before that content is served" in confirm
     response = client.post(history(agent), {"action": "rollback", "version": 1, "reason": "too soft"})
     rollback = Proposal.objects.get(source="rollback")
     assert response.status_code == 302 and response.url == url(rollback)
@@ -394,7 +400,7 @@ def test_it_rolls_back_over_htmx_and_swaps_the_timeline(agent, reviewer, soul_hi
 def test_it_lets_only_reviewers_and_admins_roll_back(agent, soul_history, role, allowed):
     client = client_for(staff(agent.workspace, role))
     assert client.get(history(agent)).status_code == 200
-    assert ("roll back to v1" in client.get(history(agent)).content.decode()) is allowed
+    assert ("propose rollback to v1" in client.get(history(agent)).content.decode()) is allowed
     response = client.post(history(agent), {"action": "rollback", "version": 1, "reason": "r"})
     assert response.status_code == (302 if allowed else 403)
     assert Proposal.objects.filter(source="rollback").exists() is allowed

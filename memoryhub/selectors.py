@@ -1,0 +1,347 @@
+"""Read queries for the console pages: what a staff user may see, counted,
+filtered and joined in the database.
+
+Views parse input, call one of these and render; they build no queries of
+their own. Every function takes the user (or the workspace ids already
+resolved for them) so a read cannot forget the tenant, and every list comes
+back with its related rows joined, so a page costs the same number of
+queries for one row or a hundred.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Sum, When
+from django.db.models.functions import Length, TruncDate
+from django.utils import timezone
+
+from memoryhub import services
+from memoryhub.models import (
+    Agent,
+    AgentSession,
+    ApiKey,
+    AuditEvent,
+    Change,
+    ChangeKind,
+    FileKind,
+    LogEntry,
+    Membership,
+    MemoryFile,
+    Proposal,
+    ProposalStatus,
+    Source,
+    ToolSetting,
+    Workspace,
+)
+
+NEAR_CAP_PERCENT = 80
+RUN_STATUSES = ("queued", "running", "succeeded", "no_change", "failed", "skipped")
+
+
+# --- who may do what ---------------------------------------------------------------------
+
+
+def roles_by_workspace(user: Any) -> dict[int, str]:
+    """The user's role in each of their workspaces, in one query (for pages
+    that list objects from several workspaces)."""
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return {}
+    return dict(Membership.objects.filter(user=user).values_list("workspace_id", "role"))
+
+
+# --- queue and header -----------------------------------------------------------------------
+
+
+def queue_counts(user: Any) -> dict[str, int]:
+    return services.visible_proposals(user).aggregate(
+        pending=Count("id", filter=Q(status=ProposalStatus.PENDING)),
+        stale=Count("id", filter=Q(status=ProposalStatus.STALE)),
+    )
+
+
+def pending_proposal_count(user: Any) -> int:
+    return services.visible_proposals(user).pending().count()
+
+
+def pending_change_count(user: Any) -> int:
+    return services.visible_changes(user).pending().count()
+
+
+# --- agents ---------------------------------------------------------------------------------
+
+
+def _limit_expression() -> Case:
+    """The agent's limit for the row's kind, in SQL."""
+    return Case(
+        *[When(kind=kind, then=F(f"agent__limit_{kind.removesuffix('.md').lower()}")) for kind in FileKind.values],
+        output_field=IntegerField(),
+    )
+
+
+def near_cap_files(agents: QuerySet[Agent]) -> QuerySet[MemoryFile]:
+    """Existing files above NEAR_CAP_PERCENT of their agent's limit; content is not loaded."""
+    return (
+        MemoryFile.objects.filter(agent__in=agents)
+        .exclude(content="")
+        .annotate(chars=Length("content"), cap=_limit_expression())
+        .filter(chars__gt=F("cap") * NEAR_CAP_PERCENT / 100)
+        .select_related("agent")
+        .defer("content")
+        .order_by("agent__slug", "user_ref", "kind")
+    )
+
+
+def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile]:
+    """Existing files not changed within their agent's staleness TTL (0 = never
+    stale). One Q per distinct TTL keeps the comparison in SQL on every backend."""
+    now = now or timezone.now()
+    ttls = set(agents.exclude(staleness_ttl_days=0).values_list("staleness_ttl_days", flat=True))
+    if not ttls:
+        return MemoryFile.objects.none()
+    condition = Q()
+    for ttl in ttls:
+        condition |= Q(agent__staleness_ttl_days=ttl, updated_at__lt=now - timedelta(days=ttl))
+    return (
+        MemoryFile.objects.filter(agent__in=agents)
+        .exclude(content="")
+        .filter(condition)
+        .select_related("agent")
+        .defer("content")
+        .order_by("updated_at")
+    )
+
+
+def agents_overview(user: Any) -> list[Agent]:
+    """The visible agents, each with `pending` proposals and `near_cap` files."""
+    visible = services.visible_agents(user)
+    rows: list[Agent] = list(
+        visible.annotate(
+            pending=Count("proposals", filter=Q(proposals__status=ProposalStatus.PENDING), distinct=True)
+        ).order_by("workspace__slug", "slug")
+    )
+    near = dict(
+        near_cap_files(visible).order_by().values("agent_id").annotate(n=Count("id")).values_list("agent_id", "n")
+    )
+    for agent in rows:
+        agent.near_cap = near.get(agent.pk, 0)  # type: ignore[attr-defined]
+    return rows
+
+
+def workspace(pk: int) -> Workspace | None:
+    """A workspace by id, for a service to check the actor's role in it."""
+    return Workspace.objects.filter(pk=pk).first()
+
+
+def admin_workspaces(user: Any) -> list[Workspace]:
+    return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user, services.ADMIN_ROLES)))
+
+
+def agent_tools(agent: Agent) -> list[ToolSetting]:
+    return list(agent.tools.all())
+
+
+def agent_keys(agent: Agent) -> list[ApiKey]:
+    return list(agent.api_keys.select_related("created_by"))
+
+
+def known_user_refs(agent: Agent) -> list[str]:
+    """Every user the agent has a file or a session for."""
+    from_files = MemoryFile.objects.for_agent(agent).exclude(user_ref="").values_list("user_ref", flat=True)
+    from_sessions = AgentSession.objects.filter(agent=agent).values_list("user_ref", flat=True)
+    return sorted(set(from_files.distinct()) | set(from_sessions.distinct()))
+
+
+def agent_files(agent: Agent) -> tuple[dict[str, MemoryFile], list[MemoryFile]]:
+    """The agent's own files by kind, and its users' existing files (with
+    `chars`, content not loaded)."""
+    own = {f.kind: f for f in MemoryFile.objects.for_agent(agent).agent_scope()}
+    users = list(
+        MemoryFile.objects.for_agent(agent).exclude(user_ref="").exclude(content="")
+        .annotate(chars=Length("content")).defer("content").order_by("user_ref", "kind")
+    )
+    return own, users
+
+
+def pending_proposal_count_for(agent: Agent) -> int:
+    return Proposal.objects.pending().filter(agent=agent).count()
+
+
+def pending_changes_for(user: Any, agent: Agent) -> list[Change]:
+    return list(services.visible_changes(user).pending().filter(agent=agent).order_by("created_at", "id"))
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def file_state(agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
+    """The served row of one file, with who withheld it."""
+    return MemoryFile.objects.select_related("withheld_by").filter(agent=agent, kind=kind, user_ref=user_ref).first()
+
+
+def pending_release(agent: Agent, kind: str, user_ref: str) -> Change | None:
+    return (
+        Change.objects.pending().select_related("requested_by")
+        .filter(kind=ChangeKind.RELEASE, agent=agent, file_kind=kind, user_ref=user_ref).first()
+    )
+
+
+def cited_ids(rationale: Any) -> list[int]:
+    """The log entry ids a rationale cites, in order, ignoring anything else."""
+    return [
+        int(i)
+        for change in (rationale if isinstance(rationale, list) else []) if isinstance(change, dict)
+        for i in change.get("evidence") or []
+        if (isinstance(i, int) and not isinstance(i, bool)) or (isinstance(i, str) and i.isdigit())
+    ]
+
+
+def evidence(agent: Agent, user_ref: str, ids: Any) -> dict[int, LogEntry]:
+    """The cited log entries, in one query. Scoped to the agent, and to the
+    user for a user's file, so an id forged into a rationale cannot show
+    another pair's log. Agent-wide files (SOUL, ABOUT, TOOLS) learn from all
+    the agent's users, so the agent is their boundary."""
+    ids = set(ids)
+    if not ids:
+        return {}
+    entries = LogEntry.objects.filter(pk__in=ids, agent=agent)
+    if user_ref:
+        entries = entries.filter(user_ref=user_ref)
+    return {e.pk: e for e in entries}
+
+
+def session_for(user: Any, pk: int) -> AgentSession | None:
+    return AgentSession.objects.filter(pk=pk, agent__in=services.visible_agents(user)).select_related("agent").first()
+
+
+def session_log(session: AgentSession) -> list[LogEntry]:
+    return list(session.entries.order_by("id"))
+
+
+# --- direct writes ------------------------------------------------------------------------------
+
+
+def direct_writes(user: Any, *, since: date, agent_slug: str = "") -> QuerySet[Any]:
+    """History rows that agents wrote without a proposal (the `direct`
+    policy) since a day, newest first. Each row carries the content of the
+    version before it (`previous_content`) and the file's served and
+    withheld versions, all in the one query of the page."""
+    agents = services.visible_agents(user)
+    if agent_slug:
+        agents = agents.filter(slug=agent_slug)
+    previous = (
+        MemoryFile.history.filter(id=OuterRef("id"), version=OuterRef("version") - 1)
+        .order_by("-history_id").values("content")[:1]
+    )
+    served = MemoryFile.objects.filter(pk=OuterRef("id"))
+    start = timezone.make_aware(datetime.combine(since, time.min))
+    return (
+        MemoryFile.history.filter(
+            agent_id__in=agents.values("pk"), source=Source.AGENT, proposal__isnull=True, history_date__gte=start
+        )
+        .annotate(
+            previous_content=Subquery(previous),
+            served_version=Subquery(served.values("version")[:1]),
+            withheld_version=Subquery(served.values("withheld_version")[:1]),
+        )
+        .select_related("agent__workspace", "actor_agent")
+        .order_by("-history_date", "-history_id")
+    )
+
+
+# --- audit -------------------------------------------------------------------------------------
+
+
+def audit_events(
+    workspace_ids: list[int],
+    *,
+    action: str = "",
+    agent: str = "",
+    actor: str = "",
+    start: date | None = None,
+    end: date | None = None,
+) -> QuerySet[AuditEvent]:
+    events = AuditEvent.objects.filter(workspace_id__in=workspace_ids)
+    if action:
+        events = events.filter(action=action)
+    if agent:
+        events = events.filter(agent__slug=agent)
+    if actor:
+        name = actor.removeprefix("user:").removeprefix("agent:")
+        if name == "system":
+            events = events.filter(actor_user__isnull=True, actor_agent__isnull=True)
+        else:
+            events = events.filter(Q(actor_user__username__icontains=name) | Q(actor_agent__slug__icontains=name))
+    if start:
+        events = events.filter(created_at__date__gte=start)
+    if end:
+        events = events.filter(created_at__date__lte=end)
+    return events.select_related("workspace", "actor_user", "actor_agent", "agent").order_by("-created_at", "-id")
+
+
+def audit_actions(workspace_ids: list[int]) -> list[str]:
+    return list(
+        AuditEvent.objects.filter(workspace_id__in=workspace_ids)
+        .order_by("action").values_list("action", flat=True).distinct()
+    )
+
+
+# --- dashboard ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    queue_size: int
+    oldest: Any
+    stale_count: int
+    decided: dict[tuple[date, str], int]
+    runs_by_status: dict[str, int] | None  # None while the consolidation app has no table
+    spend: dict[date, dict[str, Any]]
+
+    @property
+    def run_total(self) -> int:
+        return sum((self.runs_by_status or {}).values())
+
+
+def _runs_model() -> Any:
+    """ConsolidationRun, or None while the consolidation app has no table yet."""
+    try:
+        from consolidation.models import ConsolidationRun
+    except ImportError:
+        return None
+    if ConsolidationRun._meta.db_table not in connection.introspection.table_names():
+        return None
+    return ConsolidationRun
+
+
+def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
+    """The queue, decisions per day and consolidation runs since `since`."""
+    proposals = Proposal.objects.in_workspaces(workspace_ids)
+    queue = proposals.pending().aggregate(size=Count("id"), oldest=Min("created_at"))
+    decided = (
+        proposals.filter(decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED])
+        .annotate(day=TruncDate("decided_at")).values("day", "status").annotate(n=Count("id")).order_by()
+    )
+    runs_model = _runs_model()
+    by_status: dict[str, int] | None = None
+    spend: dict[date, dict[str, Any]] = {}
+    if runs_model is not None:
+        runs = runs_model.objects.filter(agent__workspace_id__in=workspace_ids)
+        by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
+        if by_status:
+            spend = {
+                row["day"]: row
+                for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
+                .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
+            }
+    return Dashboard(
+        queue_size=queue["size"],
+        oldest=queue["oldest"],
+        stale_count=proposals.filter(status=ProposalStatus.STALE).count(),
+        decided={(row["day"], row["status"]): row["n"] for row in decided},
+        runs_by_status=by_status,
+        spend=spend,
+    )
