@@ -33,6 +33,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
+from consolidation import services as consolidation
 from memoryhub import context, errors, selectors, services
 from memoryhub.models import (
     AGENT_SCOPED,
@@ -193,6 +194,9 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
         "is_admin": _is_admin(request, agent.workspace_id),
         "can_consolidate": services.role_in(user=request.user, workspace=agent.workspace_id) in services.REVIEW_ROLES,
         "user_refs": selectors.known_user_refs(agent),
+        # Pairs dreaming stopped retrying; "Run consolidation" clears the flag.
+        "attention": list(consolidation.pairs_needing_attention(workspace_ids=[agent.workspace_id])
+                          .filter(agent=agent)[:50]),
         "persona": persona,
         "agent_files": [files[k] for k in PERSONA_FILES if k in files and files[k].content],
         "user_files": user_files,
@@ -290,8 +294,6 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
             else:
                 notice = "Nothing changed."
         elif action == "consolidate":
-            from consolidation import services as consolidation
-
             run, created = consolidation.trigger_run(
                 agent=agent, user_ref=request.POST.get("user", ""), user=request.user
             )
@@ -513,5 +515,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "stale_files": stale,
             "near_cap_percent": selectors.NEAR_CAP_PERCENT,
             "agent_scoped": AGENT_SCOPED,
+            "attention": list(consolidation.pairs_needing_attention(workspace_ids=workspace_ids)[:50]),
         },
     )

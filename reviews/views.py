@@ -33,9 +33,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
+from consolidation.provenance import evidence_by_entry, line_entry
 from memoryhub import errors, scanner, selectors, services, tokens
 from memoryhub.models import Change, ChangeKind, FileKind, Proposal, ProposalStatus, Source, WritePolicy
-from memoryhub.services.changes import DECIDERS
 from reviews import diffs
 from reviews.api import history_author
 
@@ -444,13 +444,18 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
 def file_blame(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     agent, user_ref, rows = _versions(request, slug, file)
     by_version = {row.version: row for row in rows}
-    cited = {row.version: sorted(set(selectors.cited_ids(row.proposal.rationale if row.proposal_id else [])))
-             for row in rows}
-    found = selectors.evidence(agent, user_ref, {i for ids in cited.values() for i in ids})
+    # Per line, what the version that wrote it cited for that very entry
+    # (not every id of its run): consolidation keeps evidence per entry.
+    per_entry = {row.version: evidence_by_entry(row.proposal.rationale if row.proposal_id else [], file=file)
+                 for row in rows}
+    blamed = diffs.blame([(row.version, row.content) for row in rows])
+    cited = [per_entry[line.origin].get(line_entry(line.text), []) if line_entry(line.text) else []
+             for line in blamed]
+    found = selectors.evidence(agent, user_ref, {i for ids in cited for i in ids})
     lines = [
         {"line": line, "row": by_version[line.origin], "author": history_author(by_version[line.origin]),
-         "evidence": [found[i] for i in cited[line.origin] if i in found]}
-        for line in diffs.blame([(row.version, row.content) for row in rows])
+         "evidence": [found[i] for i in ids if i in found]}
+        for line, ids in zip(blamed, cited, strict=True)
     ]
     return TemplateResponse(request, "reviews/file_blame.html", {
         "agent": agent,
@@ -506,7 +511,7 @@ def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> l
         rows.append(ChangeRow(
             change=change,
             lines=_payload_lines(change),
-            can_decide=pending and not mine and role in DECIDERS.get(ChangeKind(change.kind), set()),
+            can_decide=services.may_decide(change=change, role=role, user=request.user),
             can_withdraw=pending and mine,
             file_url=_file_url("file-history", change.agent.slug, change.file_kind, change.user_ref)
             if change.agent and change.file_kind else "",

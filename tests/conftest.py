@@ -82,3 +82,12 @@ def scratch_queue(settings: Any) -> Iterator[str]:
 
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def openai_server() -> Iterator[Any]:
+    """A fake OpenAI-compatible endpoint on 127.0.0.1; see tests/openai_server.py."""
+    from tests.openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        yield server

@@ -41,6 +41,13 @@ DECIDERS = {
 }
 
 
+def may_decide(*, change: Change, role: str | None, user: Any) -> bool:
+    """Whether a user with `role` in the change's workspace may approve or
+    reject it: the right role, and not the requester (four-eyes)."""
+    mine = change.requested_by_id is not None and change.requested_by_id == getattr(user, "pk", None)
+    return change.is_pending and not mine and role in DECIDERS[ChangeKind(change.kind)]
+
+
 class StaleChange(errors.DomainError):
     code = "stale_change"
     status = 409
