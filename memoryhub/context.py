@@ -119,6 +119,11 @@ def serve_untrusted(content: str) -> Served:
 WITHHELD_SERVED = Served(WITHHELD, ())
 
 
+def serve_file(*, content: str, withheld: bool) -> Served:
+    """A stored file as the memory read tool hands it to a model (REST and MCP)."""
+    return WITHHELD_SERVED if withheld else serve_untrusted(content)
+
+
 # --- assembly ------------------------------------------------------------------------------
 
 
