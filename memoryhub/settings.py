@@ -97,6 +97,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "memoryhub.urls"
 WSGI_APPLICATION = "memoryhub.wsgi.application"
+ASGI_APPLICATION = "memoryhub.asgi.application"
 
 TEMPLATES = [
     {
