@@ -35,7 +35,8 @@ USER memoryhub
 EXPOSE 8000
 
 # WEB_CONCURRENCY sets the number of gunicorn workers; GUNICORN_CMD_ARGS adds options.
-# Each ASGI worker runs Django's views one at a time in its sync thread, as the
-# sync worker did, and serves /mcp/ from its event loop (memoryhub/asgi.py).
+# Each ASGI worker serves /mcp/ from its event loop and Django's views on
+# MEMORYHUB_WSGI_THREADS threads (default 4) that keep their database
+# connections, as gthread workers do (memoryhub/asgi.py).
 CMD ["gunicorn", "memoryhub.asgi:application", "--worker-class", "asgi", "--bind", "0.0.0.0:8000", \
      "--access-logfile", "-"]
