@@ -271,7 +271,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded"],
+        "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded", "withdrawn"],
         "RunStatusEnum": ["queued", "running", "succeeded", "no_change", "failed", "skipped"],
     },
 }
