@@ -78,7 +78,7 @@ def _view(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
         "updated_at": view.updated_at.isoformat() if view.updated_at else None, "stale": view.stale,
         "blocked": list(served.blocked), "withheld": view.withheld,
     }
-    header = f"{view.kind} v{view.version} — {_usage(agent, view.kind, view.chars)}"
+    header = f"{_usage(agent, view.kind, view.chars)} · version {view.version}"
     if view.withheld:
         return ToolAnswer(f"{header}\n\n{served.text} (a reviewer took this version out of service)", data)
     if not view.exists:
