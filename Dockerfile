@@ -1,5 +1,6 @@
 # MemoryHub application image: the same image runs the web server (default
-# command, gunicorn), the Celery worker, Celery beat and migrations; see
+# command, gunicorn with its ASGI worker: Django and the MCP endpoint at
+# /mcp/), the Celery worker, Celery beat and migrations; see
 # docker-compose.yml for how each is started.
 FROM python:3.11-slim
 
@@ -34,4 +35,8 @@ USER memoryhub
 EXPOSE 8000
 
 # WEB_CONCURRENCY sets the number of gunicorn workers; GUNICORN_CMD_ARGS adds options.
-CMD ["gunicorn", "memoryhub.wsgi:application", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
+# Each ASGI worker serves /mcp/ from its event loop and Django's views on
+# MEMORYHUB_WSGI_THREADS threads (default 4) that keep their database
+# connections, as gthread workers do (memoryhub/asgi.py).
+CMD ["gunicorn", "memoryhub.asgi:application", "--worker-class", "asgi", "--bind", "0.0.0.0:8000", \
+     "--access-logfile", "-"]

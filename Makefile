@@ -8,7 +8,7 @@
 #   make lint   ruff check and mypy (make test runs it first)
 #   make lock   regenerate requirements.lock from .venv
 #   make clean  remove var/ and .venv
-#   make bench  run the context API benchmark
+#   make bench  run the context API and entry operation benchmarks
 #   make screenshots  run the browser tests and rewrite docs/screenshots/*.png
 #               (needs Chromium; ordinary test runs never write screenshots)
 #
@@ -42,9 +42,14 @@ $(VENV_PYTHON):
 		exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-# Reruns only when requirements.lock changes (or the venv is new).
-$(INSTALL_STAMP): $(LOCK) | $(VENV_PYTHON)
+CLIENT := clients/python
+
+# Reruns only when requirements.lock or the client's pyproject.toml changes
+# (or the venv is new). The Python client (memoryhub-client) is installed in
+# editable mode for its tests and the examples; its dependencies are in the lock.
+$(INSTALL_STAMP): $(LOCK) $(CLIENT)/pyproject.toml | $(VENV_PYTHON)
 	$(VENV_PYTHON) -m pip install -r $(LOCK)
+	$(VENV_PYTHON) -m pip install --no-deps -e ./$(CLIENT)
 	@touch $@
 
 migrate: install
@@ -69,6 +74,7 @@ test-fast: lint
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy memoryhub consolidation reviews
+	$(VENV)/bin/mypy --strict $(CLIENT)/src
 
 # Add or bump a dependency in pyproject.toml, install it into .venv
 # (.venv/bin/pip install -e '.[dev]'), then run `make lock`.
@@ -89,6 +95,7 @@ clean:
 
 bench: install
 	$(VENV_PYTHON) bench/context_api.py
+	$(VENV_PYTHON) bench/entries.py
 
 screenshots: install
 	MEMORYHUB_SCREENSHOTS=1 $(VENV_PYTHON) -m pytest -m browser tests/browser -p no:cacheprovider $(PYTEST_ARGS)

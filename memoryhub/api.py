@@ -5,14 +5,16 @@ names the agent, so no path can reach another agent's data."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryhub import context, errors, search, services
+from memoryhub import context, errors, search, services, tool_schemas
 from memoryhub.models import FileKind, LogRole, ToolSetting
 from memoryhub.rest import AgentAPIView, error_responses
 
@@ -175,7 +177,7 @@ class MemoryFileView(AgentAPIView):
     )
     def get(self, request: Request, file: str) -> Response:
         view = services.read_memory(agent=self.agent, kind=file, user_ref=user_param(request, required=False))
-        served = context.WITHHELD_SERVED if view.withheld else context.serve_untrusted(view.content)
+        served = context.serve_file(content=view.content, withheld=view.withheld)
         return Response(
             {
                 "file": view.kind,
@@ -217,12 +219,7 @@ class MemoryFileView(AgentAPIView):
             reason=data["reason"],
             expected_version=parse_if_match(request.headers.get("If-Match")),
         )
-        if result.proposal is not None:
-            return Response({"proposal": result.proposal.pk, "status": "pending"}, status=status.HTTP_202_ACCEPTED)
-        body: dict[str, Any] = {"file": file, "version": result.version, "chars": result.chars}
-        if result.warning:
-            body["warning"] = result.warning
-        return Response(body, headers={"ETag": f'"{result.version}"'})
+        return write_answer(file=file, result=result)
 
 
 class ToolSerializer(serializers.Serializer):
@@ -360,3 +357,111 @@ class MemorySearchEntryView(AgentAPIView):
     def get(self, request: Request, entry_id: int) -> Response:
         entry = search.read_entry(agent=self.agent, user_ref=user_param(request) or "", entry_id=entry_id)
         return Response(entry.as_dict())
+
+
+# --- v1.1: entry operations and tool schemas ---------------------------------------------------------------
+
+
+def write_answer(*, file: str, result: services.WriteResult) -> Response:
+    """A write's answer, whatever wrote it: 200 applied, 202 pending review."""
+    if result.proposal is not None:
+        return Response({"proposal": result.proposal.pk, "status": "pending"}, status=status.HTTP_202_ACCEPTED)
+    body: dict[str, Any] = {"file": file, "version": result.version, "chars": result.chars}
+    if result.warning:
+        body["warning"] = result.warning
+    return Response(body, headers={"ETag": f'"{result.version}"'})
+
+
+def entry_text(help_text: str) -> TextField:
+    return TextField(max_length=services.ENTRY_MAX, trim_whitespace=False, help_text=help_text)
+
+_ENTRY_PARAMS = [
+    FILE_PARAM,
+    USER_PARAM,
+    OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='Expected version, e.g. "3".'),
+]
+_ENTRY_RESPONSES = {
+    200: MemoryFileView.WrittenSerializer,
+    202: MemoryFileView.PendingSerializer,
+    **error_responses(400, 401, 403, 404, 409, 412, 422, 429),
+}
+
+
+class MemoryEntriesView(AgentAPIView):
+    """One entry of a memory file: a list item, a heading or a paragraph.
+    The same rules as a whole-file PUT (limits, scanner, write policy,
+    If-Match, audit); 404 `not_found` when no entry contains `old_text`,
+    409 `ambiguous` when several different ones do, 409 `withheld` while a
+    reviewer holds the file back."""
+
+    class AddSerializer(serializers.Serializer):
+        text = entry_text("The new entry: one list item, heading or paragraph.")
+        reason = TextField(allow_blank=True, required=False, default="", max_length=1000)
+
+    class ReplaceSerializer(serializers.Serializer):
+        old_text = entry_text("Part of the entry to replace, quoted exactly.")
+        new_text = entry_text("The whole new entry.")
+        reason = TextField(allow_blank=True, required=False, default="", max_length=1000)
+
+    class RemoveSerializer(serializers.Serializer):
+        old_text = entry_text("Part of the entry to remove, quoted exactly.")
+        reason = TextField(allow_blank=True, required=False, default="", max_length=1000)
+
+    def target(self, request: Request, file: str) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "kind": file,
+            "user_ref": user_param(request, required=False),
+            "expected_version": parse_if_match(request.headers.get("If-Match")),
+        }
+
+    @extend_schema(operation_id="add_memory_entry", parameters=_ENTRY_PARAMS, request=AddSerializer,
+                   responses=_ENTRY_RESPONSES)
+    def post(self, request: Request, file: str) -> Response:
+        data = parse_body(self.AddSerializer, request)
+        result = services.add_entry(**self.target(request, file), text=data["text"], reason=data["reason"])
+        return write_answer(file=file, result=result)
+
+    @extend_schema(operation_id="replace_memory_entry", parameters=_ENTRY_PARAMS, request=ReplaceSerializer,
+                   responses=_ENTRY_RESPONSES)
+    def patch(self, request: Request, file: str) -> Response:
+        data = parse_body(self.ReplaceSerializer, request)
+        result = services.replace_entry(**self.target(request, file), old_text=data["old_text"],
+                                        new_text=data["new_text"], reason=data["reason"])
+        return write_answer(file=file, result=result)
+
+    @extend_schema(operation_id="remove_memory_entry", parameters=_ENTRY_PARAMS, request=RemoveSerializer,
+                   responses=_ENTRY_RESPONSES)
+    def delete(self, request: Request, file: str) -> Response:
+        data = parse_body(self.RemoveSerializer, request)
+        result = services.remove_entry(**self.target(request, file), old_text=data["old_text"],
+                                       reason=data["reason"])
+        return write_answer(file=file, result=result)
+
+
+class FormatIsAParameter(DefaultContentNegotiation):
+    """DRF reads `?format=` as a renderer name and answers 404 for any it does
+    not know; on the tool-schemas route it names the schema dialect (API.md)."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)  # type: ignore[assignment]
+
+
+class ToolSchemasView(AgentAPIView):
+    """The memory tools as ready function-calling definitions, from the same
+    definitions the MCP server lists (memoryhub.tool_schemas)."""
+
+    content_negotiation_class = FormatIsAParameter
+
+    class OutputSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=list(tool_schemas.FORMATS))
+        tools = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        operation_id="memory_tool_schemas",
+        parameters=[OpenApiParameter("format", str, OpenApiParameter.QUERY, enum=list(tool_schemas.FORMATS),
+                                     default="openai")],
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        fmt = request.query_params.get("format", "openai")
+        return Response({"format": fmt, "tools": tool_schemas.render(fmt)})

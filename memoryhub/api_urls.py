@@ -6,9 +6,11 @@ from memoryhub import api
 
 urlpatterns = [
     path("context", api.ContextView.as_view(), name="api-context"),
-    # Before the file route, so "search" is never taken for a file name.
+    # Before the file route, so "search" and "tool-schemas" are never taken for a file name.
     path("memory/search", api.MemorySearchView.as_view(), name="api-memory-search"),
     path("memory/search/<int:entry_id>", api.MemorySearchEntryView.as_view(), name="api-memory-search-entry"),
+    path("memory/tool-schemas", api.ToolSchemasView.as_view(), name="api-memory-tool-schemas"),
+    path("memory/<str:file>/entries", api.MemoryEntriesView.as_view(), name="api-memory-entries"),
     path("memory/<str:file>", api.MemoryFileView.as_view(), name="api-memory-file"),
     path("tools", api.ToolsView.as_view(), name="api-tools"),
     path("sessions", api.SessionsView.as_view(), name="api-sessions"),

@@ -50,7 +50,7 @@ HEADINGS = {
 WITHHELD = "[WITHHELD]"
 # Bumped whenever the assembled format changes, so cached payloads and
 # ETags from the old format are never served again.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 CACHE_TTL = 60 * 60
 
 
@@ -59,14 +59,30 @@ def on_demand_files(strategy: str) -> tuple[FileKind, ...]:
     return tuple(kind for kind in ALL_FILES if kind not in injected)
 
 
-def prompt_hint(files: Sequence[str]) -> str:
-    if list(files) == [FileKind.USER, FileKind.MEMORY]:
-        names = "USER.md and MEMORY.md"
+SEARCH_FIRST = "Before acting on a user's request, search memory for what you already know about it."
+
+
+def prompt_hint(files: Sequence[str], *, over_limit: Sequence[str] = ()) -> str:
+    """The standing instructions about memory: which files to load when
+    needed, to search before acting, and (one line each, from
+    `over_limit_line`) which on-demand files to compress now."""
+    if not files:
+        first = "You have memory tools."
+    elif list(files) == [FileKind.USER, FileKind.MEMORY]:
+        first = "You have memory tools. Load USER.md and MEMORY.md when needed."
     elif len(files) == 1:
-        names = files[0]
+        first = f"You have memory tools. Load {files[0]} when needed."
     else:
-        names = ", ".join(files[:-1]) + " and " + files[-1]
-    return f"You have memory tools. Load {names} when needed."
+        first = f"You have memory tools. Load {', '.join(files[:-1])} and {files[-1]} when needed."
+    return "\n\n".join([f"{first} {SEARCH_FIRST}", *over_limit])
+
+
+def over_limit_line(*, kind: str, chars: int, limit: int) -> str:
+    """A file past its soft limit, as the hint names it when the file is not
+    injected: its usage line and the compress instruction, as an injected
+    file carries them."""
+    usage = usage_line(kind=kind, chars=chars, limit=limit)
+    return f"_{usage}_ **{compress_warning(kind=kind, chars=chars, limit=limit)}**"
 
 
 # --- serving untrusted memory ------------------------------------------------------
@@ -117,6 +133,11 @@ def serve_untrusted(content: str) -> Served:
 
 # What the memory read tool returns for a withheld file.
 WITHHELD_SERVED = Served(WITHHELD, ())
+
+
+def serve_file(*, content: str, withheld: bool) -> Served:
+    """A stored file as the memory read tool hands it to a model (REST and MCP)."""
+    return WITHHELD_SERVED if withheld else serve_untrusted(content)
 
 
 # --- assembly ------------------------------------------------------------------------------
@@ -202,9 +223,16 @@ def assemble(
     for kind in (FileKind.USER, FileKind.MEMORY):
         if kind in injected:
             add_file(kind)
-    if on_demand:
-        parts.append({"name": "Memory hint", "file": None, "version": None,
-                      "text": prompt_hint([str(k) for k in on_demand])})
+    # Injected files carry their own compress instruction (file_part); an
+    # on-demand one would go unnoticed until the agent loads it.
+    over_limit = [
+        over_limit_line(kind=kind, chars=len(row.content), limit=agent.limit_for(kind))
+        for kind in on_demand
+        if kind in SOFT_LIMITED and (row := files.get(kind)) is not None and not row.is_withheld
+        and len(row.content) > agent.limit_for(kind)
+    ]
+    parts.append({"name": "Memory hint", "file": None, "version": None,
+                  "text": prompt_hint([str(k) for k in on_demand], over_limit=over_limit)})
 
     snapshot = {
         "strategy": strategy,

@@ -82,6 +82,14 @@ class Ambiguous(DomainError):
     status = 409
 
 
+class Withheld(DomainError):
+    """The file is withheld: an edit built on its text would carry the
+    withheld content back into service."""
+
+    code = "withheld"
+    status = 409
+
+
 class SessionExpired(DomainError):
     code = "session_expired"
     status = 410

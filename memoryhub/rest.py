@@ -187,7 +187,7 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
         401: "not_authenticated",
         403: "permission_denied / four_eyes",
         404: "not_found",
-        409: "stale_proposal, stale_change, conflict, ambiguous or not pending",
+        409: "stale_proposal, stale_change, conflict, ambiguous, withheld or not pending",
         410: "session_expired",
         412: "version_conflict",
         422: "limit_exceeded / unsafe_content",

@@ -97,6 +97,10 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "memoryhub.urls"
 WSGI_APPLICATION = "memoryhub.wsgi.application"
+ASGI_APPLICATION = "memoryhub.asgi.application"
+# Threads per web process serving Django's views (memoryhub/asgi.py): each
+# keeps its database connection between requests, as a gthread worker does.
+MEMORYHUB_WSGI_THREADS = env_int("MEMORYHUB_WSGI_THREADS", 4)
 
 TEMPLATES = [
     {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Development runtime: the Django server on 127.0.0.1:8000 with a Celery
-# worker and Celery beat beside it. `make run` installs, migrates and seeds
+# Development runtime: the web server on 127.0.0.1:8000 (uvicorn serving
+# memoryhub.asgi: Django and the MCP endpoint at /mcp/, reloading on code and
+# template changes) with a Celery worker and Celery beat beside it. `make run` installs, migrates and seeds
 # first, then execs this. Ctrl-C (or SIGTERM) stops all three; if any one of
 # them exits, the others are stopped too, so a crash is never left half-running.
 #
@@ -32,7 +33,7 @@ names=()
 
 # Each process gets its own session (and so its own process group): the
 # terminal's Ctrl-C reaches only this script, which then stops each group in
-# order, including runserver's autoreload child.
+# order, including uvicorn's reload child.
 # (Without util-linux's setsid, e.g. on macOS, they share ours and Ctrl-C
 # reaches them directly; stopping still works.)
 if command -v setsid >/dev/null 2>&1; then
@@ -93,7 +94,12 @@ trap 'exit 143' TERM
 
 start "celery-worker" "$BIN/celery" -A memoryhub worker --pool=solo --loglevel=INFO
 start "celery-beat" "$BIN/celery" -A memoryhub beat --loglevel=INFO
-start "web" "$BIN/python" manage.py runserver "$HOST:$PORT"
+# A template edit restarts the server too: Django's cached template loader
+# only notices changes under runserver's own autoreloader.
+start "web" "$BIN/uvicorn" memoryhub.asgi:application --host "$HOST" --port "$PORT" \
+    --reload --reload-dir memoryhub --reload-dir consolidation --reload-dir reviews --reload-dir templates \
+    --reload-include '*.html'
+
 web_pid=${pids[2]}
 
 # Print the banner once the server answers, so it is not buried in start-up logs.
@@ -114,6 +120,7 @@ alive "$web_pid" && cat <<EOF
    Django admin     $BASE_URL/django-admin/
    API docs         $BASE_URL/api/docs/
    OpenAPI schema   $BASE_URL/api/schema/
+   MCP endpoint     $BASE_URL/mcp/  (Authorization: Bearer <agent key>)
 
  Demo logins (workspace "demo"; local demo data only):
    admin       demo-admin-pass

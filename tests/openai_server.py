@@ -202,6 +202,33 @@ class OpenAIServer:
             self._responder = responder
             self._responder_usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
 
+    def reply_tool_calls(self, *calls: tuple[str, dict[str, Any]], content: str | None = None) -> None:
+        """Enqueue a completion whose message calls tools: (name, arguments) each."""
+        body = {
+            "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "fake-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": content,
+                        "tool_calls": [
+                            {"id": f"call_{n}_{uuid.uuid4().hex[:8]}", "type": "function",
+                             "function": {"name": name, "arguments": json.dumps(arguments)}}
+                            for n, (name, arguments) in enumerate(calls)
+                        ],
+                    },
+                    "logprobs": None,
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 30, "total_tokens": 230},
+        }
+        self._enqueue(_Scripted(200, json.dumps(body).encode()))
+
     def reply_json(self, body: dict[str, Any], *, status: int = 200, delay: float = 0.0) -> None:
         """Enqueue an arbitrary JSON body (e.g. a completion with no choices)."""
         self._enqueue(_Scripted(status, json.dumps(body).encode(), delay=delay))

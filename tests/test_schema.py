@@ -238,6 +238,13 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
     if operation.path == "/api/v1/agents/{slug}" and operation.method.upper() == "PATCH":
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG}, body={"strategy": "full"},
                                        media_type="application/json"))
+    if operation.path.endswith("/entries"):
+        # Every seeded MEMORY.md holds "- Rides model 3": one entry to change.
+        body = {"post": {"text": "Rides a gravel bike now."},
+                "patch": {"old_text": "Rides model", "new_text": "Rides a gravel bike."},
+                "delete": {"old_text": "Rides model"}}[operation.method.lower()]
+        examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]}, body=body,
+                                       media_type="application/json"))
     if operation.path.endswith("/versions"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))

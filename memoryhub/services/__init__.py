@@ -63,6 +63,7 @@ from memoryhub.services.credentials import (
     touch_last_used,
     user_for_token,
 )
+from memoryhub.services.entries import ENTRY_MAX, add_entry, remove_entry, replace_entry
 from memoryhub.services.limits import (
     SOFT_LIMIT_CEILING,
     check_limit,
@@ -77,6 +78,7 @@ from memoryhub.services.limits import (
 from memoryhub.services.memory import (
     FileView,
     WriteResult,
+    edit_memory,
     file_versions,
     get_file,
     is_stale,
@@ -140,18 +142,19 @@ from memoryhub.services.tools import (
 )
 
 __all__ = [
-    "ADMIN_ROLES", "AGENT_KEY_PREFIX", "AGENT_SETTINGS", "MAX_LOG_BATCH", "MAX_LOG_ENTRY_CHARS",
+    "ADMIN_ROLES", "AGENT_KEY_PREFIX", "AGENT_SETTINGS", "ENTRY_MAX", "MAX_LOG_BATCH", "MAX_LOG_ENTRY_CHARS",
     "MAX_LOG_REQUEST_CHARS", "MAX_TOOLS", "POLICY_FIELDS", "READ_ROLES", "REVIEW_ROLES", "SOFT_LIMIT_CEILING",
     "STAFF_TOKEN_PREFIX", "SYSTEM", "TOOL_DESCRIPTION_MAX", "WORKSPACE_SETTINGS", "FileView", "SettingsUpdate",
-    "StaleChange", "WriteResult", "agent_for_key", "append_log", "approve_change", "approve_proposal",
+    "StaleChange", "WriteResult", "add_entry", "agent_for_key", "append_log", "approve_change", "approve_proposal",
     "authors_of", "can_review", "check_limit", "check_safe", "compress_warning", "create_agent",
-    "deactivate_user", "end_session", "ensure_staff_user", "ensure_workspace", "file_versions",
+    "deactivate_user", "edit_memory", "end_session", "ensure_staff_user", "ensure_workspace", "file_versions",
     "get_agent_for_user", "get_agent_key", "get_change_for_user", "get_file", "get_proposal_for_user",
     "get_session", "grant_superuser", "hash_secret", "is_admin", "is_stale", "may_decide",
     "is_system", "issue_agent_key",
     "issue_staff_token", "make_diff", "propose_change", "propose_persona_edit", "propose_rollback",
     "read_memory", "rebase_proposal", "record_event", "record_tool_change", "register_tool", "reject_change",
-    "reject_proposal", "remove_role", "replace_tools", "request_release", "require_admin", "require_reviewer",
+    "reject_proposal", "remove_entry", "remove_role",
+    "replace_entry", "replace_tools", "request_release", "require_admin", "require_reviewer",
     "require_role", "revise_proposal", "revoke_agent_key", "revoke_staff_token", "role_in", "session_context",
     "set_password", "set_role", "start_session", "touch_last_used", "update_agent", "update_workspace",
     "usage_line", "user_for_token", "validate_content", "validate_target", "validate_text",

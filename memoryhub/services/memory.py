@@ -9,6 +9,7 @@ compare-and-swap) are checked here for every caller.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,6 +24,13 @@ from memoryhub.services.audit import record_event
 from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target, validate_text
 
 REASON_MAX = 1000
+# What an agent's write did, in its proposal rationale and its audit event.
+WRITE_SUMMARIES = {
+    "write": "rewrote {kind}",
+    "add": "added an entry to {kind}",
+    "replace": "replaced an entry of {kind}",
+    "remove": "removed an entry from {kind}",
+}
 
 
 def make_diff(*, kind: str, old: str, new: str, old_label: str, new_label: str) -> str:
@@ -117,6 +125,13 @@ class WriteResult:
     warning: str | None = None
     proposal: Proposal | None = None
     file: MemoryFile | None = None
+    # False when the write would not change the content, so nothing was stored.
+    changed: bool = True
+
+
+class FirstVersionRace(errors.VersionConflict):
+    """Another transaction created the file's row first: there was no row
+    to lock, so the two could not queue on it."""
 
 
 def lock_file(*, agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
@@ -162,7 +177,7 @@ def apply_version(
         with transaction.atomic():
             file.save()
     except IntegrityError as exc:
-        raise errors.VersionConflict(
+        raise FirstVersionRace(
             f"{kind} was written by someone else at the same moment; read it again and retry.",
             current_version=1,
         ) from exc
@@ -179,22 +194,63 @@ def write_memory(
     kind: str,
     user_ref: str | None = None,
     content: Any,
-    reason: str = "",
+    reason: Any = "",
     expected_version: int | None = None,
 ) -> WriteResult:
-    """The agent's memory write tool (the agent is the acting principal).
+    """The agent's memory write tool (the agent is the acting principal):
+    the whole file at once. See `edit_memory` for the rules."""
+    content = validate_content(content)
+    return edit_memory(agent=agent, kind=kind, user_ref=user_ref, build=lambda file: content, reason=reason,
+                       expected_version=expected_version)
+
+
+def edit_memory(
+    *,
+    agent: Agent,
+    kind: str,
+    user_ref: str | None = None,
+    build: Callable[[MemoryFile | None], str | None],
+    reason: Any = "",
+    expected_version: int | None = None,
+    operation: str = "write",
+) -> WriteResult:
+    """The one path of every agent write. `build` makes the new content from
+    the file as it is now, under the file's row lock, so an edit can never be
+    computed from a version someone else has replaced in the meantime (it
+    returns None, or raises a DomainError, to write nothing).
+
     Applies at once under the `direct` policy, becomes a proposal under
     `review` — and always while the file is withheld, so an agent cannot put
     withheld content back by writing it again. Nothing is stored when a rule
-    refuses the write."""
+    refuses the write (limits, scanner, If-Match). `operation` names what the
+    agent did (a whole-file write or an entry operation) for the reviewer
+    and the audit trail."""
+    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
+    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
+    try:
+        return _edit_locked(agent=agent, kind=kind, user_ref=user_ref, build=build, reason=reason,
+                            expected_version=expected_version, operation=operation)
+    except FirstVersionRace:
+        if expected_version is not None:
+            raise
+    # The row exists now: this time the write queues on its lock.
+    return _edit_locked(agent=agent, kind=kind, user_ref=user_ref, build=build, reason=reason,
+                        expected_version=expected_version, operation=operation)
+
+
+def _edit_locked(
+    *,
+    agent: Agent,
+    kind: str,
+    user_ref: str,
+    build: Callable[[MemoryFile | None], str | None],
+    reason: str,
+    expected_version: int | None,
+    operation: str,
+) -> WriteResult:
     from memoryhub.services.proposals import create_proposal
 
-    kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
-    content = validate_content(content)
-    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
-    warning = check_limit(agent=agent, kind=kind, content=content)
-    check_safe(content)
-
+    did = WRITE_SUMMARIES[operation].format(kind=kind)
     with transaction.atomic():
         file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
         current = file.version if file else 0
@@ -203,21 +259,28 @@ def write_memory(
                 f"{kind} is at version {current}, not {expected_version}; read it again and retry.",
                 current_version=current,
             )
-        if (file.content if file else "") == content:
+        old = file.content if file else ""
+        content = build(file)
+        if content is None:
+            content = old
+        warning = check_limit(agent=agent, kind=kind, content=content)
+        check_safe(content)
+        if old == content:
             # A write that changes nothing would still cost a history row or
             # a reviewer's time on an empty diff.
-            return WriteResult(applied=True, version=current, chars=len(content), warning=warning, file=file)
+            return WriteResult(applied=True, version=current, chars=len(content), warning=warning, file=file,
+                               changed=False)
         if agent.write_policy != WritePolicy.DIRECT or (file is not None and file.is_withheld):
             proposal = create_proposal(
                 agent=agent,
                 kind=kind,
                 user_ref=user_ref,
                 content=content,
-                base_content=file.content if file else "",
+                base_content=old,
                 base_version=current,
                 source=Source.AGENT,
                 reason=reason,
-                rationale=[{"kind": "edit", "summary": f"Agent rewrote {kind}", "reason": reason, "evidence": []}],
+                rationale=[{"kind": "edit", "summary": f"Agent {did}", "reason": reason, "evidence": []}],
                 author_agent=agent,
                 scanned=True,
             )
@@ -238,8 +301,10 @@ def write_memory(
             actor_agent=agent,
             user_ref=user_ref,
             target=file,
-            summary=f"{agent.slug} wrote {kind} v{file.version}" + (" (now absent)" if not content else ""),
-            details={"kind": kind, "version": file.version, "chars": len(content), "reason": reason},
+            summary=(f"{agent.slug} wrote {kind} v{file.version}" if operation == "write"
+                     else f"{agent.slug} {did} (v{file.version})") + (" (now absent)" if not content else ""),
+            details={"kind": kind, "version": file.version, "chars": len(content), "reason": reason,
+                     "operation": operation},
         )
     return WriteResult(applied=True, version=file.version, chars=len(content), warning=warning, file=file)
 

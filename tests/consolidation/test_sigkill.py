@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -31,22 +30,12 @@ from consolidation.models import ConsolidationRun, RunStatus
 from memoryhub.celery import app as celery_app
 from memoryhub.models import AgentSession, LogEntry, Proposal
 from tests.factories import AgentFactory
+from tests.live import database_url_for_subprocess
 from tests.openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 BASE_DIR = Path(django_settings.BASE_DIR)
-
-
-def database_url_for_subprocess() -> str:
-    """The test database as a DATABASE_URL, for a worker in another process."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{Path(db['NAME']).resolve()}"
-    user = quote(db.get("USER") or "", safe="")
-    password = quote(db.get("PASSWORD") or "", safe="")
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    return f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 
 from memoryhub import context, services
 from memoryhub.models import MemoryFile, Strategy
-from tests.factories import AgentFactory, ToolFactory
+from tests.factories import AgentFactory, ToolFactory, staff
 
 pytestmark = pytest.mark.django_db
 
@@ -43,8 +43,11 @@ def test_each_strategy_injects_its_files_and_leaves_the_rest_on_demand(agent, st
     assert payload["on_demand"] == on_demand
     for kind, content in FILES.items():
         assert (content in payload["system_prompt"]) == (kind in injected)
-    hint = "You have memory tools."
-    assert (hint in payload["system_prompt"]) == bool(on_demand)
+    # The standing instructions are there whatever the strategy; the files
+    # to load only when some are left on demand.
+    assert "You have memory tools." in payload["system_prompt"]
+    assert context.SEARCH_FIRST in payload["system_prompt"]
+    assert (" when needed." in payload["system_prompt"]) == bool(on_demand)
     # The tool descriptions are injected whatever the strategy.
     assert "### lookup_account" in payload["system_prompt"]
 
@@ -84,6 +87,30 @@ def test_memory_over_its_soft_limit_carries_the_compress_instruction(agent):
     payload = context.build_context(agent=agent, user_ref="u1", strategy=Strategy.FULL)
     assert "MEMORY.md — 112% · 5,600/5,000 chars" in payload["system_prompt"]
     assert "Compress it now" in payload["system_prompt"]
+
+
+def test_the_hint_tells_the_agent_to_search_before_acting(agent):
+    prompt = context.build_context(agent=agent, user_ref="u1")["system_prompt"]
+    assert ("You have memory tools. Load USER.md and MEMORY.md when needed. "
+            "Before acting on a user's request, search memory for what you already know about it.") in prompt
+
+
+@pytest.mark.parametrize("strategy", [Strategy.HYBRID_V2, Strategy.ON_DEMAND, Strategy.HYBRID_V1])
+def test_an_on_demand_file_over_its_soft_limit_is_named_in_the_hint_with_its_usage(agent, strategy):
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- fact\n" * 800)
+    payload = context.build_context(agent=agent, user_ref="u1", strategy=strategy)
+    hint = next(s for s in payload["_parts"] if s["name"] == "Memory hint")["text"]
+    assert "_MEMORY.md — 112% · 5,600/5,000 chars_ **MEMORY.md is over its soft limit" in hint
+    assert "Compress it now" in hint
+    assert "- fact" not in payload["system_prompt"]  # still not injected
+
+
+def test_the_hint_names_no_file_within_its_limit_nor_a_withheld_one(agent):
+    assert "Compress" not in context.build_context(agent=agent, user_ref="u1")["system_prompt"]
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- fact\n" * 800)
+    reviewer = staff(agent.workspace)
+    services.withhold_file(agent=agent, kind="MEMORY.md", user_ref="u1", actor=reviewer, reason="Checking.")
+    assert "Compress" not in context.build_context(agent=agent, user_ref="u1")["system_prompt"]
 
 
 def test_an_entry_a_newer_rule_catches_is_served_blocked(agent):

@@ -1,0 +1,320 @@
+"""The sync and async clients. Both describe each API call the same way (a
+`_Call`: method, path, query, body, headers and how to read the answer) and
+differ only in how they send it, so the two can never drift apart."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from memoryhub_client.errors import MemoryHubError, ServerError, error_for
+from memoryhub_client.models import (
+    Context,
+    LogAppended,
+    LogEntry,
+    MemoryFile,
+    SearchHit,
+    Session,
+    SessionEnded,
+    WriteOutcome,
+    _time,
+)
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 3
+# A Retry-After above this is not waited for: the error is raised at once.
+MAX_RETRY_WAIT = 60.0
+USER_AGENT = "memoryhub-client/0.1.0"
+
+
+@dataclass(frozen=True)
+class _Call(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    params: dict[str, Any] = field(default_factory=dict)
+    json: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code >= 400 or response.status_code < 200:
+        raise error_for(response.status_code, _body(response))
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    body = _body(response)
+    if not isinstance(body, dict):
+        raise ServerError(f"Expected a JSON object, got HTTP {response.status_code}.", status=response.status_code)
+    return body
+
+
+def _file_path(file: str, suffix: str = "") -> str:
+    return f"/api/v1/memory/{quote(file, safe='')}{suffix}"
+
+
+def _user(user: str | None) -> dict[str, Any]:
+    return {"user": user} if user is not None else {}
+
+
+def _if_match(version: int | None) -> dict[str, str]:
+    return {"If-Match": f'"{version}"'} if version is not None else {}
+
+
+def _write(response: httpx.Response) -> WriteOutcome:
+    return WriteOutcome.from_json(_json(response), response.status_code)
+
+
+def _write_call(method: str, path: str, user: str | None, body: dict[str, Any], if_match: int | None,
+                ) -> _Call[WriteOutcome]:
+    return _Call(method, path, _write, params=_user(user), json=body, headers=_if_match(if_match))
+
+
+class _Calls:
+    """Every API call an agent makes, described once."""
+
+    @staticmethod
+    def context(user: str, session: int | None) -> _Call[Context]:
+        params: dict[str, Any] = {"user": user}
+        if session is not None:
+            params["session"] = session
+        return _Call("GET", "/api/v1/context", lambda r: Context.from_json(_json(r), r.headers.get("ETag", "")),
+                     params=params)
+
+    @staticmethod
+    def read(file: str, user: str | None) -> _Call[MemoryFile]:
+        return _Call("GET", _file_path(file), lambda r: MemoryFile.from_json(_json(r)), params=_user(user))
+
+    @staticmethod
+    def write(file: str, content: str, user: str | None, reason: str, if_match: int | None) -> _Call[WriteOutcome]:
+        return _write_call("PUT", _file_path(file), user, {"content": content, "reason": reason}, if_match)
+
+    @staticmethod
+    def add_entry(file: str, text: str, user: str | None, reason: str, if_match: int | None) -> _Call[WriteOutcome]:
+        return _write_call("POST", _file_path(file, "/entries"), user, {"text": text, "reason": reason}, if_match)
+
+    @staticmethod
+    def replace_entry(file: str, old_text: str, new_text: str, user: str | None, reason: str,
+                      if_match: int | None) -> _Call[WriteOutcome]:
+        return _write_call("PATCH", _file_path(file, "/entries"), user,
+                           {"old_text": old_text, "new_text": new_text, "reason": reason}, if_match)
+
+    @staticmethod
+    def remove_entry(file: str, old_text: str, user: str | None, reason: str,
+                     if_match: int | None) -> _Call[WriteOutcome]:
+        return _write_call("DELETE", _file_path(file, "/entries"), user, {"old_text": old_text, "reason": reason},
+                           if_match)
+
+    @staticmethod
+    def search(query: str, user: str | None, limit: int) -> _Call[list[SearchHit]]:
+        return _Call("GET", "/api/v1/memory/search",
+                     lambda r: [SearchHit.from_json(hit) for hit in _json(r)["results"]],
+                     params={"q": query, "limit": limit, **_user(user)})
+
+    @staticmethod
+    def tool_schemas(format: str) -> _Call[list[dict[str, Any]]]:
+        return _Call("GET", "/api/v1/memory/tool-schemas", lambda r: list(_json(r)["tools"]),
+                     params={"format": format})
+
+    @staticmethod
+    def start_session(user: str, external_id: str) -> _Call[Session]:
+        return _Call("POST", "/api/v1/sessions", lambda r: Session.from_json(_json(r)),
+                     json={"user": user, "external_id": external_id})
+
+    @staticmethod
+    def log(session: int, entries: Iterable[LogEntry | dict[str, str]]) -> _Call[LogAppended]:
+        body = {"entries": [e.as_json() if isinstance(e, LogEntry) else dict(e) for e in entries]}
+
+        def parse(response: httpx.Response) -> LogAppended:
+            data = _json(response)
+            return LogAppended(appended=data["appended"], last_id=data["last_id"])
+
+        return _Call("POST", f"/api/v1/sessions/{int(session)}/log", parse, json=body)
+
+    @staticmethod
+    def end_session(session: int) -> _Call[SessionEnded]:
+        def parse(response: httpx.Response) -> SessionEnded:
+            data = _json(response)
+            return SessionEnded(id=data["id"], ended_at=_time(data.get("ended_at")))
+
+        return _Call("POST", f"/api/v1/sessions/{int(session)}/end", parse)
+
+
+def _retry_wait(response: httpx.Response, attempt: int) -> float:
+    """Seconds to wait before retrying a 429: the server's Retry-After, or
+    a short exponential backoff when it sent none."""
+    header = response.headers.get("Retry-After", "")
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        return float(min(MAX_RETRY_WAIT, 0.5 * 2**attempt))
+
+
+def _headers(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "User-Agent": USER_AGENT}
+
+
+class MemoryHub:
+    """The agent API, synchronously. Authenticates with the agent's API key;
+    retries a 429 up to `max_retries` times after its Retry-After."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 max_retries: int = DEFAULT_MAX_RETRIES, http_client: httpx.Client | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._http = http_client or httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
+        self._owns_http = http_client is None
+        self._headers = _headers(api_key)
+        self.max_retries = max_retries
+        self._sleep = sleep
+
+    def __enter__(self) -> MemoryHub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def _run(self, call: _Call[T]) -> T:
+        attempt = 0
+        while True:
+            response = self._http.request(call.method, call.path, params=call.params or None, json=call.json,
+                                          headers={**self._headers, **call.headers})
+            if response.status_code == 429 and attempt < self.max_retries:
+                wait = _retry_wait(response, attempt)
+                if wait <= MAX_RETRY_WAIT:
+                    attempt += 1
+                    self._sleep(wait)
+                    continue
+            _raise_for(response)
+            return call.parse(response)
+
+    def context(self, user: str, *, session: int | None = None) -> Context:
+        return self._run(_Calls.context(user, session))
+
+    def read(self, file: str, *, user: str | None = None) -> MemoryFile:
+        return self._run(_Calls.read(file, user))
+
+    def write(self, file: str, content: str, *, user: str | None = None, reason: str = "",
+              if_match: int | None = None) -> WriteOutcome:
+        return self._run(_Calls.write(file, content, user, reason, if_match))
+
+    def add_entry(self, file: str, text: str, *, user: str | None = None, reason: str = "",
+                  if_match: int | None = None) -> WriteOutcome:
+        return self._run(_Calls.add_entry(file, text, user, reason, if_match))
+
+    def replace_entry(self, file: str, old_text: str, new_text: str, *, user: str | None = None, reason: str = "",
+                      if_match: int | None = None) -> WriteOutcome:
+        return self._run(_Calls.replace_entry(file, old_text, new_text, user, reason, if_match))
+
+    def remove_entry(self, file: str, old_text: str, *, user: str | None = None, reason: str = "",
+                     if_match: int | None = None) -> WriteOutcome:
+        return self._run(_Calls.remove_entry(file, old_text, user, reason, if_match))
+
+    def search(self, query: str, *, user: str | None = None, limit: int = 10) -> list[SearchHit]:
+        return self._run(_Calls.search(query, user, limit))
+
+    def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
+        return self._run(_Calls.tool_schemas(format))
+
+    def start_session(self, user: str, *, external_id: str = "") -> Session:
+        return self._run(_Calls.start_session(user, external_id))
+
+    def log(self, session: int, entries: Iterable[LogEntry | dict[str, str]]) -> LogAppended:
+        return self._run(_Calls.log(session, entries))
+
+    def end_session(self, session: int) -> SessionEnded:
+        return self._run(_Calls.end_session(session))
+
+
+class AsyncMemoryHub:
+    """The agent API for asyncio code; the same methods as `MemoryHub`."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 max_retries: int = DEFAULT_MAX_RETRIES, http_client: httpx.AsyncClient | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self._http = http_client or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout)
+        self._owns_http = http_client is None
+        self._headers = _headers(api_key)
+        self.max_retries = max_retries
+        self._sleep = sleep
+
+    async def __aenter__(self) -> AsyncMemoryHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def _run(self, call: _Call[T]) -> T:
+        attempt = 0
+        while True:
+            response = await self._http.request(call.method, call.path, params=call.params or None, json=call.json,
+                                                headers={**self._headers, **call.headers})
+            if response.status_code == 429 and attempt < self.max_retries:
+                wait = _retry_wait(response, attempt)
+                if wait <= MAX_RETRY_WAIT:
+                    attempt += 1
+                    await self._sleep(wait)
+                    continue
+            _raise_for(response)
+            return call.parse(response)
+
+    async def context(self, user: str, *, session: int | None = None) -> Context:
+        return await self._run(_Calls.context(user, session))
+
+    async def read(self, file: str, *, user: str | None = None) -> MemoryFile:
+        return await self._run(_Calls.read(file, user))
+
+    async def write(self, file: str, content: str, *, user: str | None = None, reason: str = "",
+                    if_match: int | None = None) -> WriteOutcome:
+        return await self._run(_Calls.write(file, content, user, reason, if_match))
+
+    async def add_entry(self, file: str, text: str, *, user: str | None = None, reason: str = "",
+                        if_match: int | None = None) -> WriteOutcome:
+        return await self._run(_Calls.add_entry(file, text, user, reason, if_match))
+
+    async def replace_entry(self, file: str, old_text: str, new_text: str, *, user: str | None = None,
+                            reason: str = "", if_match: int | None = None) -> WriteOutcome:
+        return await self._run(_Calls.replace_entry(file, old_text, new_text, user, reason, if_match))
+
+    async def remove_entry(self, file: str, old_text: str, *, user: str | None = None, reason: str = "",
+                           if_match: int | None = None) -> WriteOutcome:
+        return await self._run(_Calls.remove_entry(file, old_text, user, reason, if_match))
+
+    async def search(self, query: str, *, user: str | None = None, limit: int = 10) -> list[SearchHit]:
+        return await self._run(_Calls.search(query, user, limit))
+
+    async def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
+        return await self._run(_Calls.tool_schemas(format))
+
+    async def start_session(self, user: str, *, external_id: str = "") -> Session:
+        return await self._run(_Calls.start_session(user, external_id))
+
+    async def log(self, session: int, entries: Iterable[LogEntry | dict[str, str]]) -> LogAppended:
+        return await self._run(_Calls.log(session, entries))
+
+    async def end_session(self, session: int) -> SessionEnded:
+        return await self._run(_Calls.end_session(session))
+
+
+__all__ = ["AsyncMemoryHub", "MemoryHub", "MemoryHubError"]

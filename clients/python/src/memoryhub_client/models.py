@@ -1,0 +1,155 @@
+"""What the API answers, as typed, immutable values. Each keeps the JSON it
+came from in `raw`, so fields the server adds later are never lost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    file: str | None
+    version: int | None
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Context:
+    """The agent's assembled system prompt for one user."""
+
+    agent: str
+    user: str
+    strategy: str
+    system_prompt: str
+    sections: list[Section]
+    tokens: int
+    on_demand: list[str]
+    snapshot: dict[str, Any]
+    etag: str
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], etag: str = "") -> Context:
+        return cls(
+            agent=data["agent"], user=data["user"], strategy=data["strategy"], system_prompt=data["system_prompt"],
+            sections=[Section(name=s["name"], file=s.get("file"), version=s.get("version"), tokens=s["tokens"])
+                      for s in data["sections"]],
+            tokens=data["tokens"], on_demand=list(data.get("on_demand", [])), snapshot=data.get("snapshot", {}),
+            etag=etag or data.get("etag", ""), raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One memory file as the read tool serves it."""
+
+    file: str
+    scope: str
+    exists: bool
+    content: str
+    version: int
+    chars: int
+    limit: int
+    limit_kind: str
+    updated_at: datetime | None
+    stale: bool
+    withheld: bool
+    blocked: list[str]
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MemoryFile:
+        return cls(
+            file=data["file"], scope=data["scope"], exists=data["exists"], content=data["content"],
+            version=data["version"], chars=data["chars"], limit=data["limit"], limit_kind=data["limit_kind"],
+            updated_at=_time(data.get("updated_at")), stale=bool(data.get("stale")),
+            withheld=bool(data.get("withheld")), blocked=list(data.get("blocked", [])), raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """A write's answer: applied (200, a new version — or none when nothing
+    changed) or pending review (202, a proposal a person must approve)."""
+
+    applied: bool
+    file: str | None = None
+    version: int | None = None
+    chars: int | None = None
+    warning: str | None = None
+    proposal: int | None = None
+    status: str = "applied"
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        return not self.applied
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], status_code: int) -> WriteOutcome:
+        if status_code == 202:
+            return cls(applied=False, proposal=data["proposal"], status=data.get("status", "pending"), raw=data)
+        return cls(applied=True, file=data["file"], version=data["version"], chars=data["chars"],
+                   warning=data.get("warning"), raw=data)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    source: str
+    snippet: str
+    score: float
+    created_at: datetime | None
+    file: str | None = None
+    session: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchHit:
+        return cls(source=data["source"], snippet=data["snippet"], score=float(data["score"]),
+                   created_at=_time(data.get("created_at")), file=data.get("file"), session=data.get("session"),
+                   raw=data)
+
+
+@dataclass(frozen=True)
+class Session:
+    id: int
+    user: str
+    started_at: datetime | None
+    snapshot: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Session:
+        return cls(id=data["id"], user=data["user"], started_at=_time(data.get("started_at")),
+                   snapshot=data.get("snapshot", {}))
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of a session log; `role` is user, assistant, tool or note."""
+
+    role: str
+    content: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class LogAppended:
+    appended: int
+    last_id: int
+
+
+@dataclass(frozen=True)
+class SessionEnded:
+    id: int
+    ended_at: datetime | None

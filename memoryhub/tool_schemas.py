@@ -1,0 +1,184 @@
+"""The memory tools an agent's model calls, defined once.
+
+`TOOLS` is the one source of truth: the MCP server lists exactly these
+(name, description, input schema) and validates arguments against them, and
+`GET /api/v1/memory/tool-schemas` renders them for the OpenAI and Anthropic
+function-calling formats. Semantics are the REST API's (API.md, v1.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from memoryhub import errors
+from memoryhub.models import FileKind
+
+FORMATS = ("openai", "anthropic", "mcp")
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_openai(self) -> dict[str, Any]:
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    def as_anthropic(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def as_mcp(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+
+
+_FILE = {
+    "type": "string",
+    "enum": list(FileKind.values),
+    "description": "The memory file. USER.md (what you know about this user) and MEMORY.md (long-term notes) "
+                   "belong to one user and need `user`; SOUL.md, ABOUT.md and TOOLS.md are yours and refuse it.",
+}
+_USER = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "description": "The end user's id (required for USER.md and MEMORY.md; omit it for the agent's own files).",
+}
+_REASON = {
+    "type": "string",
+    "maxLength": 1000,
+    "description": "Why you make this change, in one sentence (kept in the file's history for reviewers).",
+}
+_OLD_TEXT = {
+    "type": "string",
+    "minLength": 1,
+    "description": "A piece of the entry to change, quoted exactly as the file holds it; it must occur in exactly "
+                   "one entry.",
+}
+_ENTRY = ("An entry is one markdown list item, heading or paragraph. ")
+_WRITE_OUTCOME = ("If your writes go to review, the answer names a proposal and nothing changes in what is served "
+                  "until a person approves it.")
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+TOOLS: tuple[ToolDefinition, ...] = (
+    ToolDefinition(
+        name="memory_view",
+        description="Read one memory file as it is served now: its entries, version and how full it is. "
+                    "Load USER.md and MEMORY.md when the conversation needs what you know about the user.",
+        parameters=_object({"file": _FILE, "user": _USER}, ["file"]),
+    ),
+    ToolDefinition(
+        name="memory_search",
+        description="Search your memory files and, with `user`, that user's files and past conversation logs. "
+                    "Search before acting on a user's request, to use what you already know.",
+        parameters=_object(
+            {
+                "query": {"type": "string", "minLength": 1, "maxLength": 200,
+                          "description": "Words to look for, e.g. \"preferred contact channel\"."},
+                "user": _USER,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10,
+                          "description": "At most this many results (default 10)."},
+            },
+            ["query"],
+        ),
+    ),
+    ToolDefinition(
+        name="memory_add",
+        description="Add one entry at the end of a memory file. " + _ENTRY
+                    + "Adding an entry that is already there changes nothing. " + _WRITE_OUTCOME,
+        parameters=_object(
+            {
+                "file": _FILE,
+                "text": {"type": "string", "minLength": 1,
+                         "description": "The new entry, e.g. \"Prefers email over phone calls.\" (one entry; "
+                                        "a bare sentence in a list becomes a list item)."},
+                "user": _USER,
+                "reason": _REASON,
+            },
+            ["file", "text"],
+        ),
+    ),
+    ToolDefinition(
+        name="memory_replace",
+        description="Replace the one entry that contains `old_text` with `new_text` (the whole entry is "
+                    "replaced; a list item keeps its bullet). " + _ENTRY + "Fails if no entry or several "
+                    "different entries contain `old_text`. " + _WRITE_OUTCOME,
+        parameters=_object(
+            {
+                "file": _FILE,
+                "old_text": _OLD_TEXT,
+                "new_text": {"type": "string", "minLength": 1, "description": "The complete new entry."},
+                "user": _USER,
+                "reason": _REASON,
+            },
+            ["file", "old_text", "new_text"],
+        ),
+    ),
+    ToolDefinition(
+        name="memory_remove",
+        description="Remove the one entry that contains `old_text`, e.g. a fact that is no longer true. "
+                    + _ENTRY + "Fails if no entry or several different entries contain `old_text`. "
+                    + _WRITE_OUTCOME,
+        parameters=_object({"file": _FILE, "old_text": _OLD_TEXT, "user": _USER, "reason": _REASON},
+                           ["file", "old_text"]),
+    ),
+)
+BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def render(fmt: str) -> list[dict[str, Any]]:
+    """The tools in one function-calling format: openai, anthropic or mcp."""
+    if fmt == "openai":
+        return [tool.as_openai() for tool in TOOLS]
+    if fmt == "anthropic":
+        return [tool.as_anthropic() for tool in TOOLS]
+    if fmt == "mcp":
+        return [tool.as_mcp() for tool in TOOLS]
+    raise errors.Invalid(f"format must be one of {', '.join(FORMATS)}, not {fmt[:40]!r}.", field="format")
+
+
+_TYPE_WORDS = {"string": "a string", "integer": "a whole number", "object": "an object", "boolean": "true or false"}
+
+
+def check_arguments(tool: ToolDefinition, arguments: Any) -> dict[str, Any]:
+    """The arguments of one call, checked against the tool's schema, or
+    Invalid with a sentence naming the argument and what is wrong with it."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise errors.Invalid(f"{tool.name} takes its arguments as an object.")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.parameters).iter_errors(arguments))
+    if error is None:
+        return arguments
+    names = ", ".join(tool.parameters["properties"])
+    field = ".".join(str(part) for part in error.absolute_path)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in arguments]
+        field = missing[0] if missing else ""
+        raise errors.Invalid(f"{tool.name} needs `{field}` (it takes {names}).", field=field)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(arguments) - set(tool.parameters["properties"]))
+        raise errors.Invalid(f"{tool.name} has no argument {', '.join(f'`{e}`' for e in extra)}; it takes {names}.",
+                             field=extra[0] if extra else "")
+    if error.validator == "type":
+        wanted = _TYPE_WORDS.get(str(error.validator_value), str(error.validator_value))
+        raise errors.Invalid(f"`{field}` must be {wanted}.", field=field)
+    if error.validator == "enum":
+        raise errors.Invalid(f"`{field}` must be one of {', '.join(map(str, error.validator_value))}.", field=field)
+    if error.validator == "minLength":
+        raise errors.Invalid(f"`{field}` is empty.", field=field)
+    if error.validator == "maxLength":
+        raise errors.Invalid(f"`{field}` has at most {error.validator_value:,} characters.", field=field)
+    if error.validator in ("minimum", "maximum"):
+        raise errors.Invalid(f"`{field}` must be from {schema.get('minimum')} to {schema.get('maximum')}.",
+                             field=field)
+    raise errors.Invalid(f"`{field or tool.name}`: {error.message}", field=field)
