@@ -82,6 +82,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: over-long URLs and headers are refused before any other work.
+    "memoryhub.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reviews.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -121,6 +123,31 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# A database that is down or hanging must cost a request seconds, not a
+# worker: connecting gives up after DATABASE_CONNECT_TIMEOUT seconds, a
+# statement after DATABASE_STATEMENT_TIMEOUT_MS (at most 10 s by default; the
+# migrate service sets 0 = no limit), a wait for a row lock after
+# DATABASE_LOCK_TIMEOUT_MS. Each answers 503 `unavailable` (memoryhub.faults).
+DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 10_000)
+DATABASE_LOCK_TIMEOUT_MS = env_int("DATABASE_LOCK_TIMEOUT_MS", 5_000)
+# A transaction left open by a crashed or stuck client releases its locks.
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _pg_options = " ".join(
+        f"-c {name}={value}"
+        for name, value in (
+            ("statement_timeout", DATABASE_STATEMENT_TIMEOUT_MS),
+            ("lock_timeout", DATABASE_LOCK_TIMEOUT_MS),
+            ("idle_in_transaction_session_timeout", DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS),
+        )
+    )
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        connect_timeout=DATABASE_CONNECT_TIMEOUT,
+        options=_pg_options,
+        # A peer that vanished (host down, network cut) is noticed within a minute.
+        keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server, the worker and beat share one SQLite file: WAL lets
     # readers run beside a writer, IMMEDIATE transactions take the write lock
@@ -161,7 +188,7 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Production turns these on by environment (docker-compose.yml does); they
 # stay off by default because `make run` and the tests speak plain HTTP.
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT")
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 if env_bool("DJANGO_BEHIND_TLS_PROXY"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES")
@@ -246,7 +273,8 @@ CELERY_TIMEZONE = "UTC"
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bounded JSON for every body: size, depth, no NUL (memoryhub.parsers).
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.parsers.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "EXCEPTION_HANDLER": "memoryhub.rest.exception_handler",
@@ -292,6 +320,17 @@ MEMORYHUB_RUN_MAX_ATTEMPTS = env_int("MEMORYHUB_RUN_MAX_ATTEMPTS", 3)
 # A session's frozen context is served at most this long after it started;
 # then `?session=` answers 410 session_expired and the agent starts anew.
 MEMORYHUB_SESSION_MAX_AGE_SECONDS = env_int("MEMORYHUB_SESSION_MAX_AGE_SECONDS", 24 * 60 * 60)
+# --- faults and limits -------------------------------------------------------------
+# Sent with every 503 `unavailable` (database down or too slow).
+MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5)
+# The app answers 414/431 itself below these; gunicorn.conf.py sets gunicorn's
+# own limits above them, so the client always gets the JSON error body.
+MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 8000)
+MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 8000)
+MEMORYHUB_MAX_HEADER_COUNT = env_int("MEMORYHUB_MAX_HEADER_COUNT", 100)
+# Request bodies: larger ones answer 413 `too_large` without being read whole.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_BODY_BYTES", 2_621_440)
+
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.
 MEMORYHUB_REQUIRE_SERVICES = env_bool("MEMORYHUB_REQUIRE_SERVICES")
 
