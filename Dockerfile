@@ -33,5 +33,7 @@ USER memoryhub
 
 EXPOSE 8000
 
-# WEB_CONCURRENCY sets the number of gunicorn workers; GUNICORN_CMD_ARGS adds options.
-CMD ["gunicorn", "memoryhub.wsgi:application", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]
+# gunicorn.conf.py: gthread workers with read timeouts and request limits.
+# WEB_CONCURRENCY sets the number of workers, GUNICORN_THREADS the threads of
+# each; GUNICORN_CMD_ARGS adds options.
+CMD ["gunicorn", "-c", "gunicorn.conf.py", "memoryhub.wsgi:application"]

@@ -14,14 +14,25 @@ class MemoryhubConfig(AppConfig):
         from memoryhub import signals  # noqa: F401  (history plumbing)
 
         post_migrate.connect(_reinstall_append_only_triggers, sender=self)
+        post_migrate.connect(_grant_app_role, sender=self)
 
 
 def _reinstall_append_only_triggers(using: str = "default", **kwargs: object) -> None:
     """SQLite rebuilds a table to alter it, which drops its triggers; a flush
     on either database may have lifted them. Installing is idempotent, so
-    every migrate ends with the append-only triggers in place."""
+    every migrate ends with the guards of memoryhub.immutability in place."""
     from django.db import connections
 
     from memoryhub import immutability
 
     immutability.install(connections[using])
+
+
+def _grant_app_role(using: str = "default", **kwargs: object) -> None:
+    """Tables a migration added are granted to the app's role at once."""
+    from django.conf import settings
+    from django.db import connections
+
+    from memoryhub import db_roles
+
+    db_roles.grant(connections[using], settings.DATABASE_APP_ROLE)

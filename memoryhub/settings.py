@@ -133,6 +133,10 @@ DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 10_000)
 DATABASE_LOCK_TIMEOUT_MS = env_int("DATABASE_LOCK_TIMEOUT_MS", 5_000)
 # A transaction left open by a crashed or stuck client releases its locks.
 DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000)
+# The role the web, worker and beat connect as (DATABASE_URL), when
+# migrations run as the owner (MIGRATE_DATABASE_URL): every migrate grants it
+# what it needs and no more (memoryhub.db_roles). Empty: no grants.
+DATABASE_APP_ROLE = env("DATABASE_APP_ROLE")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _pg_options = " ".join(
         f"-c {name}={value}"

@@ -66,7 +66,7 @@ def proposal_detail(p: Proposal) -> dict[str, Any]:
         "proposed_content": p.proposed_content,
         "diff": p.diff,
         "rationale": p.rationale,
-        "decided_by": p.decided_by.get_username() if p.decided_by else None,
+        "decided_by": p.decider_name,
         "decided_at": p.decided_at,
         "decision_comment": p.decision_comment,
         "applied_version": p.applied_version,
@@ -269,11 +269,8 @@ class VersionSerializer(serializers.Serializer):
 
 
 def history_author(row: Any) -> str:
-    if row.history_user_id:
-        return f"user:{row.history_user.get_username()}"
-    if row.actor_agent_id:
-        return f"agent:{row.actor_agent.slug}"
-    return "system"
+    # The name stored with the row: a rename does not rewrite history.
+    return str(row.author_label)
 
 
 class FileVersionsView(StaffAPIView):
@@ -294,7 +291,7 @@ class FileVersionsView(StaffAPIView):
                     "author": history_author(row),
                     "source": row.source,
                     "reason": row.history_change_reason or "",
-                    "approved_by": row.approved_by.get_username() if row.approved_by_id else None,
+                    "approved_by": row.approver_name,
                     "proposal": row.proposal_id,
                 }
                 for row in rows

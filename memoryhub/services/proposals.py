@@ -67,6 +67,7 @@ def create_proposal(
         reason=reason,
         source=source,
         author_user=user_or_none(author_user),
+        author_username=_username(author_user),
         author_agent=author_agent,
         revises=revises,
         rollback_to=rollback_to,
@@ -88,6 +89,12 @@ def create_proposal(
         details={"kind": kind, "base_version": base_version, "source": source, "reason": reason},
     )
     return proposal
+
+
+def _username(user: Any) -> str:
+    """The name to keep on the row: a later rename must not rewrite it."""
+    user = user_or_none(user)
+    return user.get_username() if user is not None else ""
 
 
 def propose_change(
@@ -323,10 +330,12 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> error
     )
     proposal.status = ProposalStatus.APPROVED
     proposal.decided_by = reviewer
+    proposal.decided_by_username = _username(reviewer)
     proposal.decided_at = timezone.now()
     proposal.decision_comment = comment
     proposal.applied_version = file.version
-    proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment", "applied_version"])
+    proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment",
+                                 "applied_version"])
     details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source}
     if undone:
         details.update(rollback_to=proposal.rollback_to, undone_versions=undone)
@@ -353,9 +362,10 @@ def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any) -> Proposa
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
         proposal.status = ProposalStatus.REJECTED
         proposal.decided_by = reviewer
+        proposal.decided_by_username = _username(reviewer)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
-        proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment"])
         record_event(
             action="proposal.reject",
             agent=proposal.agent,
@@ -381,9 +391,10 @@ def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Pro
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to withdraw.")
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = actor
+        proposal.decided_by_username = _username(actor)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
-        proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment"])
         record_event(
             action="proposal.withdraw",
             agent=proposal.agent,
