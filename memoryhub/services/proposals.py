@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors, merge
-from memoryhub.models import AGENT_SCOPED, Agent, Proposal, ProposalStatus, Source
+from memoryhub.models import AGENT_SCOPED, Agent, MemoryFile, Proposal, ProposalStatus, Source
 from memoryhub.services.access import (
     REVIEW_ROLES,
     require_admin,
@@ -226,6 +226,25 @@ def _lock_proposal(proposal_id: Any) -> Proposal:
     return proposal
 
 
+def _lock_file_then_proposal(proposal_id: Any) -> Proposal:
+    """Lock the proposal's file row, then the proposal: the order every write
+    takes (a write locks the file, then marks that file's pending proposals
+    stale). Locking the proposal first and the file second, while a write
+    held the file and waited for the proposal, deadlocked."""
+    try:
+        target = Proposal.objects.filter(pk=proposal_id).values("agent_id", "kind", "user_ref").first()
+    except (ValueError, TypeError) as exc:
+        raise errors.NotFound("There is no such proposal.") from exc
+    if target is None:
+        raise errors.NotFound("There is no such proposal.")
+    # What a proposal is about never changes (memoryhub.immutability), so the
+    # file read here is the one the proposal names.
+    MemoryFile.objects.select_for_update(of=("self",)).filter(
+        agent_id=target["agent_id"], kind=target["kind"], user_ref=target["user_ref"]
+    ).first()
+    return _lock_proposal(proposal_id)
+
+
 def authors_of(proposal: Proposal) -> set[int]:
     """Every staff user who wrote a revision of this proposal (an edit's
     author and the author of what it edits): none of them may approve it."""
@@ -266,7 +285,7 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "") -> P
     (that mark commits) and raise StaleProposal."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
-        proposal = _lock_proposal(proposal_id)
+        proposal = _lock_file_then_proposal(proposal_id)
         check_decider(proposal=proposal, reviewer=reviewer, action="approve proposals")
         if proposal.status == ProposalStatus.STALE:
             stale = stale_error(current_version=current_version_of(proposal))
@@ -415,7 +434,7 @@ def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: A
     content = content.replace("\r\n", "\n")
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
-        original = _lock_proposal(proposal_id)
+        original = _lock_file_then_proposal(proposal_id)
         require_reviewer(user=reviewer, workspace=original.agent.workspace_id, action="edit proposals")
         if original.status == ProposalStatus.STALE:
             raise errors.StaleProposal(
@@ -458,7 +477,7 @@ def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
     merge) as a new pending proposal; the stale one becomes superseded.
     Conflicting lines are left as conflict blocks that block approval."""
     with transaction.atomic():
-        original = _lock_proposal(proposal_id)
+        original = _lock_file_then_proposal(proposal_id)
         require_reviewer(user=reviewer, workspace=original.agent.workspace_id, action="rebase proposals")
         agent = original.agent
         file = get_file(agent=agent, kind=original.kind, user_ref=original.user_ref)
