@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryhub import context, errors, search, services
+from memoryhub import context, errors, idempotency, search, services
 from memoryhub.models import FileKind, LogRole, ToolSetting
 from memoryhub.rest import AgentAPIView, error_responses
 
@@ -273,9 +273,11 @@ class SessionsView(AgentAPIView):
 
     @extend_schema(
         operation_id="start_session",
+        parameters=[idempotency.PARAMETER],
         request=InputSerializer,
-        responses={201: OutputSerializer, **error_responses(400, 401, 403, 429)},
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 409, 422, 429)},
     )
+    @idempotency.idempotent
     def post(self, request: Request) -> Response:
         data = parse_input(self.InputSerializer, request.data)
         session = services.start_session(agent=self.agent, user_ref=data["user"], external_id=data["external_id"])
@@ -308,8 +310,10 @@ class SessionLogView(AgentAPIView):
                 )
             },
         ),
-        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 410, 422, 429)},
+        parameters=[idempotency.PARAMETER],
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 410, 422, 429)},
     )
+    @idempotency.idempotent
     def post(self, request: Request, session_id: int) -> Response:
         session = services.get_session(agent=self.agent, session_id=session_id)
         if not isinstance(request.data, dict):

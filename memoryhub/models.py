@@ -630,3 +630,26 @@ class Change(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == ChangeStatus.PENDING
+
+
+class IdempotencyRecord(models.Model):
+    """A key that acts once. For an API POST sent with an Idempotency-Key,
+    the answer, so a client that retries (a timeout, a dropped connection)
+    gets the first answer again instead of a second session or proposal
+    (memoryhub.idempotency); for a console form, its one-time token as used
+    (reviews.once; no answer kept)."""
+
+    principal = models.CharField(max_length=64)
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(default=0)
+    body = models.JSONField(null=True, blank=True)
+    headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["principal", "key"], name="idempotency_principal_key")]
+
+    def __str__(self) -> str:
+        return f"{self.principal} {self.key} → {self.status_code}"

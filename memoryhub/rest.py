@@ -211,7 +211,8 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
         409: "stale_proposal, stale_change, conflict, ambiguous or not pending",
         410: "session_expired",
         412: "version_conflict",
-        422: "limit_exceeded / unsafe_content",
+        413: "too_large",
+        422: "limit_exceeded / unsafe_content / idempotency_key_reused",
         429: "throttled",
     }
     return {code: OpenApiResponse(ErrorSerializer, description=descriptions.get(code, "")) for code in codes}

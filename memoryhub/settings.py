@@ -270,6 +270,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "consolidation.tasks.sweep_expired_runs_task",
         "schedule": env_float("MEMORYHUB_SWEEP_INTERVAL_SECONDS", 60),
     },
+    "purge-expired-keys": {
+        "task": "memoryhub.tasks.purge_expired_task",
+        "schedule": env_float("MEMORYHUB_PURGE_INTERVAL_SECONDS", 3600),
+    },
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -334,6 +338,9 @@ MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 8000)
 MEMORYHUB_MAX_HEADER_COUNT = env_int("MEMORYHUB_MAX_HEADER_COUNT", 100)
 # Request bodies: larger ones answer 413 `too_large` without being read whole.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_BODY_BYTES", 2_621_440)
+
+# How long an Idempotency-Key's first answer is replayed (memoryhub.idempotency).
+MEMORYHUB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMORYHUB_IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
 
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.
 MEMORYHUB_REQUIRE_SERVICES = env_bool("MEMORYHUB_REQUIRE_SERVICES")
