@@ -11,7 +11,9 @@ class MemoryhubConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from memoryhub import signals  # noqa: F401  (history plumbing)
+        from memoryhub import login_throttle, signals  # noqa: F401  (history plumbing)
+
+        login_throttle.connect()
 
         post_migrate.connect(_reinstall_append_only_triggers, sender=self)
         post_migrate.connect(_grant_app_role, sender=self)

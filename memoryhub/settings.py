@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "simple_history",
     "django_htmx",
     "template_partials",
+    "axes",
     "memoryhub",
     "consolidation",
     "reviews",
@@ -95,6 +96,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -212,6 +215,24 @@ CSRF_COOKIE_HTTPONLY = True
 # A reviewer's session ends after a working day or when the browser closes.
 SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_AGE_SECONDS", 8 * 60 * 60)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+
+# --- sign-in throttling (memoryhub.login_throttle) -------------------------------
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username or address before any password check.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5)
+# Locked per username and, separately, per address.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+MEMORYHUB_LOGIN_COOLOFF_SECONDS = env_int("MEMORYHUB_LOGIN_COOLOFF_SECONDS", 300)
+AXES_COOLOFF_TIME = "memoryhub.login_throttle.cool_off"
+AXES_LOCKOUT_CALLABLE = "memoryhub.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "memoryhub.login_throttle.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Proxies in front that append to X-Forwarded-For (1 behind the TLS proxy).
+MEMORYHUB_TRUSTED_PROXIES = env_int("MEMORYHUB_TRUSTED_PROXIES", 1 if env_bool("DJANGO_BEHIND_TLS_PROXY") else 0)
 
 LOGIN_URL = "login"
 # Auditors land on the audit log, everyone else on the queue.
@@ -350,5 +371,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
