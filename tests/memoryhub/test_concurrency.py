@@ -102,7 +102,7 @@ def test_approve_rollback_approve_and_agent_writes_of_one_file_never_answer_500(
         version = current + 1
         barrier = threading.Barrier(4)
 
-        def run(name: str, do) -> threading.Thread:  # type: ignore[no-untyped-def]
+        def run(name: str, do, barrier: threading.Barrier = barrier) -> threading.Thread:  # type: ignore[no-untyped-def]
             def target() -> None:
                 barrier.wait()
                 call(name, do)
