@@ -43,10 +43,12 @@ class TextField(serializers.CharField):
 
 def user_param(request: Request, *, required: bool = True) -> str | None:
     user_ref = request.query_params.get("user")
-    if user_ref is None or user_ref == "":
+    if user_ref is None:
         if required:
             raise errors.Invalid("Pass the end user as ?user=<user_ref>.", field="user")
         return None
+    # Present but empty is refused, as the schema says (minLength 1), not
+    # quietly taken for "no user".
     return services.validate_user_ref(user_ref)
 
 

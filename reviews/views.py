@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar, cast
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -198,7 +199,8 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
 
 def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
     url = reverse(name, args=[slug, kind])
-    return f"{url}?user={user_ref}" if user_ref else url
+    # Encoded: a user ref like "bob&user=alice" must not name another file.
+    return f"{url}?{urlencode({'user': user_ref})}" if user_ref else url
 
 
 @login_required

@@ -149,3 +149,9 @@ def test_an_empty_approve_body_counts_as_no_comment(proposal, reviewer):
 def test_a_number_where_text_belongs_is_refused_not_coerced(client):
     response = client.post("/api/v1/sessions", {"user": 0}, format="json")
     assert response.status_code == 400 and response.json()["error"]["field"] == "user"
+
+
+@pytest.mark.parametrize("url", ["/api/v1/memory/SOUL.md?user=", "/api/v1/memory/search?q=x&user="])
+def test_an_empty_user_is_refused_not_taken_for_none(client, url):
+    response = client.get(url)
+    assert response.status_code == 400 and response.json()["error"]["field"] == "user"
