@@ -21,7 +21,13 @@ FILE_PARAM = OpenApiParameter(
 )
 # The bounds the services enforce, stated in the schema so generated clients
 # know them (printable is checked by the server: 400 `invalid` otherwise).
-USER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 255}
+USER_SCHEMA = {
+    "type": "string", "minLength": 1, "maxLength": 255,
+    # What str.isprintable() refuses that a regex can name: control, format
+    # and separator characters (unassigned code points are refused too).
+    "pattern": "^[^\\x00-\\x1f\\x7f-\\xa0\\u00ad\\u061c\\u1680\\u180e\\u2000-\\u200f"
+               "\\u2028-\\u202f\\u205f-\\u206f\\u3000\\ufeff\\ufff9-\\ufffb]+$",
+}
 USER_PARAM = OpenApiParameter(
     "user", USER_SCHEMA, OpenApiParameter.QUERY,
     description="The end user's reference, 1–255 printable characters (USER.md and MEMORY.md only).",

@@ -153,3 +153,27 @@ def test_a_write_stuck_behind_a_lock_hits_the_timeout_and_answers_503():
         connection.close()
     assert response.status_code == 503 and error_code(response) == "unavailable"
     assert MemoryFile.objects.get(agent=agent).content == "v1"
+
+
+@pytest.mark.django_db
+def test_a_write_during_a_cache_outage_is_seen_by_every_node_after_it(settings):
+    """Node A cached the context; node B writes while its cache is down (so
+    no invalidation could reach the cache). Node A, its cache healthy, must
+    still serve the new version: the key comes from the rows read."""
+    agent = AgentFactory()
+    services.write_memory(agent=agent, kind="SOUL.md", content="I am v1.")
+    client = agent_client(agent)
+    before = client.get("/api/v1/context?user=u1").json()
+    assert "I am v1." in before["system_prompt"]
+
+    healthy = settings.CACHES
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": "redis://127.0.0.1:1/0",
+                                   "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2}}}
+    written = client.put("/api/v1/memory/SOUL.md", {"content": "I am v2."}, format="json")
+    during = client.get("/api/v1/context?user=u1")
+    settings.CACHES = healthy
+
+    after = client.get("/api/v1/context?user=u1").json()
+    assert written.status_code == 200 and during.status_code == 200
+    assert "I am v2." in after["system_prompt"] and after["etag"] != before["etag"]
