@@ -235,7 +235,7 @@ class MemoryFileView(AgentAPIView):
 
 class ToolSerializer(serializers.Serializer):
     name = serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$")
-    description = serializers.CharField(allow_blank=True, required=False, max_length=services.TOOL_DESCRIPTION_MAX)
+    description = TextField(allow_blank=True, required=False, max_length=services.TOOL_DESCRIPTION_MAX)
     parameters = serializers.DictField(required=False, help_text='A JSON Schema with "type": "object".')
 
 
@@ -299,7 +299,7 @@ class SessionsView(AgentAPIView):
 class SessionLogView(AgentAPIView):
     class EntrySerializer(serializers.Serializer):
         role = serializers.ChoiceField(choices=LogRole.values)
-        content = serializers.CharField(trim_whitespace=False, max_length=services.MAX_LOG_ENTRY_CHARS)
+        content = TextField(trim_whitespace=False, max_length=services.MAX_LOG_ENTRY_CHARS)
 
     class InputSerializer(serializers.Serializer):
         entries = serializers.ListField(child=serializers.DictField())

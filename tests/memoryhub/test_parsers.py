@@ -155,3 +155,19 @@ def test_a_number_where_text_belongs_is_refused_not_coerced(client):
 def test_an_empty_user_is_refused_not_taken_for_none(client, url):
     response = client.get(url)
     assert response.status_code == 400 and response.json()["error"]["field"] == "user"
+
+
+@pytest.mark.parametrize("url, body", [
+    ("/api/v1/sessions", {"user": "u1", "external_id": 7}),
+    ("/api/v1/sessions/{session}/log", {"entries": [{"role": "user", "content": 5}]}),
+    ("/api/v1/sessions/{session}/log", {"entries": [{"role": 1, "content": "x"}]}),
+])
+def test_numbers_are_never_taken_as_text(agent, client, url, body):
+    session = services.start_session(agent=agent, user_ref="u1")
+    response = client.post(url.format(session=session.pk), body, format="json")
+    assert response.status_code == 400 and error_code(response) == "invalid"
+
+
+def test_a_tool_description_must_be_text(client):
+    response = client.put("/api/v1/tools", {"tools": [{"name": "t", "description": 5}]}, format="json")
+    assert response.status_code == 400
