@@ -75,6 +75,24 @@ def test_clients_that_stall_mid_request_do_not_stall_the_server(server):
     assert (status, body) == (200, b"ok")
 
 
+def test_clients_that_stall_mid_body_do_not_stall_the_server(server):
+    """A form POST whose body never completes: Django's CSRF check reads the
+    body, so each such client holds a thread inside the app until the read
+    times out."""
+    stalled = []
+    for _ in range(THREADS * 2):
+        sock = socket.create_connection(("127.0.0.1", server))
+        sock.sendall(b"POST /login/ HTTP/1.1\r\nHost: localhost\r\nCookie: csrftoken=" + b"a" * 32 + b"\r\n"
+                     b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nusername=")
+        stalled.append(sock)
+    try:
+        status, body, _ = get(server, "/healthz", timeout=30)
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert (status, body) == (200, b"ok")
+
+
 def test_a_url_over_the_apps_limit_gets_the_apps_json_414(server):
     status, body, content_type = get(server, "/api/v1/context?user=" + "a" * 8050)
     assert status == 414 and content_type == "application/json"
