@@ -290,4 +290,7 @@ def test_every_operation_answers_as_its_schema_says(case: schemathesis.Case, see
         # token on an agent route. Refused, as the schema documents it.
         wrong = seeded.agent_key if secret != seeded.agent_key else seeded.staff_token
         refused = case.call_and_validate(headers={"Authorization": f"Bearer {wrong}"}, checks=CHECKS)
-        assert refused.status_code in (401, 403, 404), (case.operation.label, refused.status_code)
+        # A request malformed before anyone is asked who sends it (a NUL in the
+        # URL, an unknown route) gets the same answer whoever sends it.
+        assert refused.status_code in (401, 403) or refused.status_code == response.status_code in (400, 404), (
+            case.operation.label, response.status_code, refused.status_code)

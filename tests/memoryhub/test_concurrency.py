@@ -133,3 +133,43 @@ def test_approve_rollback_approve_and_agent_writes_of_one_file_never_answer_500(
     history = list(MemoryFile.history.filter(id=row.pk).order_by("history_id"))
     assert [h.version for h in history] == list(range(1, row.version + 1))
     assert (history[-1].content, history[-1].version) == (row.content, row.version)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_in_flight_locks_its_file_and_proposal_not_the_agent():
+    """select_for_update() with select_related() locks the joined agent and
+    workspace rows too; every audit or history insert of that agent then
+    waits on them (a foreign-key check) — the lock behind the issue's 500s.
+    Only the proposal and its file may be locked."""
+    from django.db import transaction
+
+    from memoryhub.services import proposals
+
+    needs_postgres()
+    agent = AgentFactory()
+    services.write_memory(agent=agent, kind="SOUL.md", content="v1")
+    pending = services.propose_change(agent=agent, kind="SOUL.md", content="v2", source=Source.CONSOLIDATION)
+    locked, release = threading.Event(), threading.Event()
+
+    def decide_slowly() -> None:
+        try:
+            with transaction.atomic():
+                proposals._lock_file_then_proposal(pending.pk)
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=decide_slowly)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        # Another file of the same agent: its history and audit rows reference the agent.
+        result = services.write_memory(agent=agent, kind="ABOUT.md", content="about")
+    finally:
+        release.set()
+        holder.join(30)
+        connection.close()
+    assert result.applied and result.version == 1

@@ -171,3 +171,11 @@ def test_numbers_are_never_taken_as_text(agent, client, url, body):
 def test_a_tool_description_must_be_text(client):
     response = client.put("/api/v1/tools", {"tools": [{"name": "t", "description": 5}]}, format="json")
     assert response.status_code == 400
+
+
+def test_a_user_ref_typed_composed_or_decomposed_is_one_user(agent, client):
+    composed, decomposed = "jos\u00e9", "jose\u0301"
+    client.put(f"/api/v1/memory/USER.md?user={decomposed}", {"content": "- likes tea"}, format="json")
+    read = client.get(f"/api/v1/memory/USER.md?user={composed}").json()
+    assert read["content"] == "- likes tea" and read["version"] == 1
+    assert MemoryFile.objects.get(agent=agent, kind="USER.md").user_ref == composed
