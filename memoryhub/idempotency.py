@@ -25,7 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.renderers import JSONRenderer
@@ -115,12 +115,16 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
                         field=HEADER,
                     )
                 return _replay(existing)
+            database_failed = False
             try:
                 response = handler(view, request, *args, **kwargs)
             except Exception as exc:
                 # The API's error answer (a domain error, a refusal), stored like any other.
+                database_failed = isinstance(exc, DatabaseError)
                 response = view.handle_exception(exc)
-            if response.status_code >= 500:
+            if response.status_code >= 500 or database_failed:
+                # Nothing of it stays, the claim included: a retry acts anew
+                # (and a failed statement left the transaction unusable).
                 transaction.set_rollback(True)
             elif response.status_code in STORED_STATUSES:
                 IdempotencyRecord.objects.filter(principal=principal, key=key).update(
