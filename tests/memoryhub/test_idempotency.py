@@ -111,3 +111,17 @@ def test_concurrent_duplicates_create_once():
         thread.join(60)
     assert {status for status, _ in answers} == {201} and len({body["id"] for _, body in answers}) == 1
     assert AgentSession.objects.filter(agent=agent).count() == 1
+
+
+def test_a_retried_consolidation_trigger_answers_the_same_run(agent, scratch_queue):
+    from consolidation.models import ConsolidationRun
+    from memoryhub.models import Role
+    from tests.api_helpers import staff_client
+    from tests.factories import staff
+
+    client = staff_client(staff(agent.workspace, Role.REVIEWER))
+    url = f"/api/v1/agents/{agent.slug}/consolidate"
+    first = client.post(url, {"user": "u1"}, format="json", HTTP_IDEMPOTENCY_KEY="c-1")
+    again = client.post(url, {"user": "u1"}, format="json", HTTP_IDEMPOTENCY_KEY="c-1")
+    assert first.status_code == again.status_code == 202 and again.json() == first.json()
+    assert again["Idempotent-Replayed"] == "true" and ConsolidationRun.objects.count() == 1
