@@ -324,7 +324,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded"],
+        # The serializers' value lists (labels equal to values), so every
+        # status of the model belongs here, or the names collide.
+        "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded", "withdrawn"],
         "RunStatusEnum": ["queued", "running", "succeeded", "no_change", "failed", "skipped"],
     },
 }
