@@ -34,9 +34,8 @@ USER memoryhub
 
 EXPOSE 8000
 
-# WEB_CONCURRENCY sets the number of gunicorn workers; GUNICORN_CMD_ARGS adds options.
-# Each ASGI worker serves /mcp/ from its event loop and Django's views on
-# MEMORYHUB_WSGI_THREADS threads (default 4) that keep their database
-# connections, as gthread workers do (memoryhub/asgi.py).
-CMD ["gunicorn", "memoryhub.asgi:application", "--worker-class", "asgi", "--bind", "0.0.0.0:8000", \
-     "--access-logfile", "-"]
+# gunicorn.conf.py: gthread workers with read timeouts and request limits.
+# WEB_CONCURRENCY sets the number of workers, GUNICORN_THREADS the threads of
+# each; GUNICORN_CMD_ARGS adds options. The MCP endpoint runs beside it
+# (docker-compose.yml, service `mcp`: uvicorn memoryhub.asgi:application).
+CMD ["gunicorn", "-c", "gunicorn.conf.py", "memoryhub.wsgi:application"]

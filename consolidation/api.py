@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from consolidation import services
 from consolidation.models import ConsolidationPair, ConsolidationRun, Failure, RunStatus, Trigger
+from memoryhub import idempotency
 from memoryhub import services as core
 from memoryhub.api import TextField, parse_body
 from memoryhub.rest import StaffAPIView, error_responses
@@ -101,11 +102,13 @@ class ConsolidateView(StaffAPIView):
 
     @extend_schema(
         operation_id="consolidate_agent",
+        parameters=[idempotency.PARAMETER],
         request=InputSerializer,
-        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 412, 429)},
+        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 412, 422, 429)},
         description="Queue a consolidation run for one user of the agent. While a run for that pair is queued or "
         "running, the answer names that run instead of starting a second one.",
     )
+    @idempotency.idempotent
     def post(self, request: Request, slug: str) -> Response:
         agent = core.get_agent_for_user(request.user, slug)
         data = parse_body(self.InputSerializer, request)

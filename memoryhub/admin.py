@@ -28,6 +28,7 @@ from memoryhub.models import (
     ApiKey,
     AuditEvent,
     Change,
+    IdempotencyRecord,
     LogEntry,
     Membership,
     MemoryFile,
@@ -473,3 +474,12 @@ class MemoryHubUserAdmin(DjangoUserAdmin):
                 continue
             done += services.deactivate_user(user=user, actor_user=request.user)
         self.message_user(request, f"Deactivated {done} user(s).", messages.SUCCESS)
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """One-time keys (API Idempotency-Keys, console form tokens): read-only;
+    the hourly purge removes expired ones."""
+
+    list_display = ("principal", "key", "status_code", "created_at", "expires_at")
+    search_fields = ("principal", "key")

@@ -14,7 +14,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryhub import context, errors, search, services, tool_schemas
+from memoryhub import context, errors, idempotency, search, services, tool_schemas
 from memoryhub.models import FileKind, LogRole, ToolSetting
 from memoryhub.rest import AgentAPIView, error_responses
 
@@ -23,7 +23,13 @@ FILE_PARAM = OpenApiParameter(
 )
 # The bounds the services enforce, stated in the schema so generated clients
 # know them (printable is checked by the server: 400 `invalid` otherwise).
-USER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 255}
+USER_SCHEMA = {
+    "type": "string", "minLength": 1, "maxLength": 255,
+    # What str.isprintable() refuses that a regex can name: control, format
+    # and separator characters (unassigned code points are refused too).
+    "pattern": "^[^\\x00-\\x1f\\x7f-\\xa0\\u00ad\\u061c\\u1680\\u180e\\u2000-\\u200f"
+               "\\u2028-\\u202f\\u205f-\\u206f\\u3000\\ufeff\\ufff9-\\ufffb]+$",
+}
 USER_PARAM = OpenApiParameter(
     "user", USER_SCHEMA, OpenApiParameter.QUERY,
     description="The end user's reference, 1–255 printable characters (USER.md and MEMORY.md only).",
@@ -45,10 +51,12 @@ class TextField(serializers.CharField):
 
 def user_param(request: Request, *, required: bool = True) -> str | None:
     user_ref = request.query_params.get("user")
-    if user_ref is None or user_ref == "":
+    if user_ref is None:
         if required:
             raise errors.Invalid("Pass the end user as ?user=<user_ref>.", field="user")
         return None
+    # Present but empty is refused, as the schema says (minLength 1), not
+    # quietly taken for "no user".
     return services.validate_user_ref(user_ref)
 
 
@@ -224,7 +232,7 @@ class MemoryFileView(AgentAPIView):
 
 class ToolSerializer(serializers.Serializer):
     name = serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$")
-    description = serializers.CharField(allow_blank=True, required=False, max_length=services.TOOL_DESCRIPTION_MAX)
+    description = TextField(allow_blank=True, required=False, max_length=services.TOOL_DESCRIPTION_MAX)
     parameters = serializers.DictField(required=False, help_text='A JSON Schema with "type": "object".')
 
 
@@ -270,9 +278,11 @@ class SessionsView(AgentAPIView):
 
     @extend_schema(
         operation_id="start_session",
+        parameters=[idempotency.PARAMETER],
         request=InputSerializer,
-        responses={201: OutputSerializer, **error_responses(400, 401, 403, 429)},
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 409, 422, 429)},
     )
+    @idempotency.idempotent
     def post(self, request: Request) -> Response:
         data = parse_input(self.InputSerializer, request.data)
         session = services.start_session(agent=self.agent, user_ref=data["user"], external_id=data["external_id"])
@@ -286,7 +296,7 @@ class SessionsView(AgentAPIView):
 class SessionLogView(AgentAPIView):
     class EntrySerializer(serializers.Serializer):
         role = serializers.ChoiceField(choices=LogRole.values)
-        content = serializers.CharField(trim_whitespace=False, max_length=services.MAX_LOG_ENTRY_CHARS)
+        content = TextField(trim_whitespace=False, max_length=services.MAX_LOG_ENTRY_CHARS)
 
     class InputSerializer(serializers.Serializer):
         entries = serializers.ListField(child=serializers.DictField())
@@ -305,8 +315,10 @@ class SessionLogView(AgentAPIView):
                 )
             },
         ),
-        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 410, 422, 429)},
+        parameters=[idempotency.PARAMETER],
+        responses={201: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 410, 422, 429)},
     )
+    @idempotency.idempotent
     def post(self, request: Request, session_id: int) -> Response:
         session = services.get_session(agent=self.agent, session_id=session_id)
         if not isinstance(request.data, dict):

@@ -11,17 +11,30 @@ class MemoryhubConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from memoryhub import signals  # noqa: F401  (history plumbing)
+        from memoryhub import login_throttle, signals  # noqa: F401  (history plumbing)
+
+        login_throttle.connect()
 
         post_migrate.connect(_reinstall_append_only_triggers, sender=self)
+        post_migrate.connect(_grant_app_role, sender=self)
 
 
 def _reinstall_append_only_triggers(using: str = "default", **kwargs: object) -> None:
     """SQLite rebuilds a table to alter it, which drops its triggers; a flush
     on either database may have lifted them. Installing is idempotent, so
-    every migrate ends with the append-only triggers in place."""
+    every migrate ends with the guards of memoryhub.immutability in place."""
     from django.db import connections
 
     from memoryhub import immutability
 
     immutability.install(connections[using])
+
+
+def _grant_app_role(using: str = "default", **kwargs: object) -> None:
+    """Tables a migration added are granted to the app's role at once."""
+    from django.conf import settings
+    from django.db import connections
+
+    from memoryhub import db_roles
+
+    db_roles.grant(connections[using], settings.DATABASE_APP_ROLE)

@@ -93,3 +93,10 @@ class Withheld(DomainError):
 class SessionExpired(DomainError):
     code = "session_expired"
     status = 410
+
+
+class IdempotencyKeyReused(DomainError):
+    """The Idempotency-Key was used before for a different request."""
+
+    code = "idempotency_key_reused"
+    status = 422

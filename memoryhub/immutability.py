@@ -1,25 +1,93 @@
-"""Append-only tables, enforced by the database itself.
+"""What the database itself refuses, whatever the client.
 
-The ORM never updates or deletes these rows, but an auditor must not have to
-trust the ORM: a trigger refuses UPDATE, DELETE and (on PostgreSQL) TRUNCATE
-whatever the client. SQLite has no TRUNCATE and no way to switch a trigger
-off, so there the triggers are dropped and recreated around a test flush.
+An auditor must not have to trust the ORM. Triggers guard five tables:
+
+- history rows (`memoryhub_historicalmemoryfile`), log entries and audit
+  events are append-only: no UPDATE, no DELETE, no TRUNCATE, and no INSERT
+  back-dated by more than CLOCK_SKEW;
+- a proposal may change while it is open (pending or stale) — its status,
+  its decision — but never its content or who made it; once decided it is
+  frozen, and it is never deleted. The same for a consolidation run once it
+  finished. Neither is inserted back-dated;
+- the served row (`memoryhub_memoryfile`) never loses a version, never
+  changes content without the next version number and is never deleted.
+  On PostgreSQL a constraint trigger, DEFERRABLE INITIALLY DEFERRED, checks
+  at commit that every row written in the transaction equals its latest
+  history row (id, version, content): simple-history writes that row after
+  the UPDATE, so only a check at commit can see both. A served row changed
+  by SQL without a history row cannot commit. SQLite has no deferred
+  triggers: there the next version is refused unless the row still equals
+  its latest history row, so a tampered row is caught at the next write,
+  not at once (documented in docs/operations.md).
+
+Serving-state columns of the served row (`withheld_*`, `revoked_versions`,
+`updated_at`) change without a new version (withhold, release, rollback)
+and are not guarded.
+
+Each guarded table has its own trigger function on PostgreSQL
+(`memoryhub_guard_<table>`), so a later redaction path — a transaction-local
+setting such as `memoryhub.redaction` that permits exactly the tombstone
+UPDATE of a history or log row — is one `IF` at the top of that table's
+function. On SQLite each rule is its own trigger, named after its table.
+
+The app's database role owns none of these tables (docs/operations.md,
+memoryhub.db_roles), so it can neither drop nor disable these triggers.
+SQLite has no roles and no way to switch a trigger off, so tests drop and
+recreate the triggers around a flush (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-APPEND_ONLY_TABLES = (
-    "memoryhub_historicalmemoryfile",
-    "memoryhub_logentry",
-    "memoryhub_auditevent",
-)
+# How far a row's own timestamp may lie behind the database clock at INSERT:
+# app servers' clocks drift, and a timestamp is taken before its INSERT runs.
+CLOCK_SKEW_SECONDS = 300
 
-_PG_FUNCTION = """
-CREATE OR REPLACE FUNCTION memoryhub_refuse_change() RETURNS trigger
-LANGUAGE plpgsql AS $$
+HISTORY = "memoryhub_historicalmemoryfile"
+LOG = "memoryhub_logentry"
+AUDIT = "memoryhub_auditevent"
+PROPOSAL = "memoryhub_proposal"
+RUN = "consolidation_consolidationrun"
+SERVED = "memoryhub_memoryfile"
+
+APPEND_ONLY_TABLES = (HISTORY, LOG, AUDIT)
+# Each append-only table's own timestamp, checked against back-dating.
+_STAMP = {HISTORY: "history_date", LOG: "created_at", AUDIT: "created_at"}
+GUARDED_TABLES = (*APPEND_ONLY_TABLES, PROPOSAL, RUN, SERVED)
+
+OPEN_PROPOSAL = ("pending", "stale")
+DECIDED_BY_A_PERSON = ("approved", "rejected", "withdrawn")
+ACTIVE_RUN = ("queued", "running")
+# What a proposal is about and says: fixed from its INSERT on, open or not.
+PROPOSAL_FIXED = ("agent_id", "user_ref", "kind", "base_version", "base_content", "proposed_content", "diff",
+                  "rationale", "reason", "source", "author_user_id", "author_agent_id", "author_username",
+                  "created_at", "revises_id", "rollback_to")
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+# --- PostgreSQL ---------------------------------------------------------------------
+
+_PG_REFUSE = "RAISE EXCEPTION 'memoryhub: {message}' USING ERRCODE = 'insufficient_privilege'"
+_PG_TOO_OLD = f"clock_timestamp() - interval '{CLOCK_SKEW_SECONDS} seconds'"
+
+
+def _pg_append_only(table: str) -> str:
+    stamp = _STAMP[table]
+    return f"""
+CREATE OR REPLACE FUNCTION memoryhub_guard_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- (A redaction path would permit its one tombstone UPDATE here.)
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.{stamp} < {_PG_TOO_OLD} THEN
+            RAISE EXCEPTION 'memoryhub: INSERT on {table} is refused: {stamp} % is back-dated', NEW.{stamp}
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        RETURN NEW;
+    END IF;
     RAISE EXCEPTION 'memoryhub: % on % is refused: this table is append-only', TG_OP, TG_TABLE_NAME
         USING ERRCODE = 'insufficient_privilege';
 END;
@@ -27,58 +95,281 @@ $$;
 """
 
 
+_PG_PROPOSAL = f"""
+CREATE OR REPLACE FUNCTION memoryhub_guard_{PROPOSAL}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.created_at < {_PG_TOO_OLD} OR NEW.decided_at < {_PG_TOO_OLD} THEN
+            {_PG_REFUSE.format(message='INSERT on {PROPOSAL} is refused: the proposal is back-dated')};
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        IF OLD.status NOT IN ({_sql_list(OPEN_PROPOSAL)}) THEN
+            {_PG_REFUSE.format(message='DELETE on {PROPOSAL} is refused: a decided proposal is kept')};
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF OLD.status NOT IN ({_sql_list(OPEN_PROPOSAL)}) THEN
+        RAISE EXCEPTION 'memoryhub: UPDATE on {PROPOSAL} is refused: proposal % is already %', OLD.id, OLD.status
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF ({", ".join(f"NEW.{c}" for c in PROPOSAL_FIXED)}) IS DISTINCT FROM
+       ({", ".join(f"OLD.{c}" for c in PROPOSAL_FIXED)}) THEN
+        {_PG_REFUSE.format(message='UPDATE on {PROPOSAL} is refused: what a proposal says is fixed when it is made')};
+    END IF;
+    IF NEW.status IN ({_sql_list(DECIDED_BY_A_PERSON)}) AND
+       (NEW.decided_at IS NULL OR NEW.decided_at < {_PG_TOO_OLD}) THEN
+        {_PG_REFUSE.format(message='UPDATE on {PROPOSAL} is refused: the decision is back-dated')};
+    END IF;
+    RETURN NEW;
+END;
+$$;
+"""
+
+_PG_RUN = f"""
+CREATE OR REPLACE FUNCTION memoryhub_guard_{RUN}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.created_at < {_PG_TOO_OLD} OR NEW.finished_at < {_PG_TOO_OLD} THEN
+            {_PG_REFUSE.format(message='INSERT on {RUN} is refused: the run is back-dated')};
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF OLD.status NOT IN ({_sql_list(ACTIVE_RUN)}) THEN
+        RAISE EXCEPTION 'memoryhub: % on {RUN} is refused: run % already finished (%)', TG_OP, OLD.id, OLD.status
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    IF NEW.created_at IS DISTINCT FROM OLD.created_at OR NEW.finished_at < OLD.created_at THEN
+        {_PG_REFUSE.format(message='UPDATE on {RUN} is refused: the run is back-dated')};
+    END IF;
+    RETURN NEW;
+END;
+$$;
+"""
+
+# Immediate checks of one statement: identity, version order, content only
+# with the next version. Serving-state columns are free.
+_PG_SERVED = f"""
+CREATE OR REPLACE FUNCTION memoryhub_guard_{SERVED}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        {_PG_REFUSE.format(message='DELETE on {SERVED} is refused: an absent file is empty content, a new version')};
+    END IF;
+    IF (NEW.id, NEW.agent_id, NEW.user_ref, NEW.kind) IS DISTINCT FROM (OLD.id, OLD.agent_id, OLD.user_ref, OLD.kind)
+    THEN
+        {_PG_REFUSE.format(message='UPDATE on {SERVED} is refused: a file never changes whose file it is')};
+    END IF;
+    IF NEW.version < OLD.version THEN
+        RAISE EXCEPTION 'memoryhub: UPDATE on {SERVED} is refused: version % would go back to %', OLD.version,
+            NEW.version USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NEW.version NOT IN (OLD.version, OLD.version + 1)
+       OR (NEW.content IS DISTINCT FROM OLD.content AND NEW.version = OLD.version) THEN
+        {_PG_REFUSE.format(message='UPDATE on {SERVED} is refused: content changes only as the next version')};
+    END IF;
+    RETURN NEW;
+END;
+$$;
+"""
+
+# At commit: every served row written in the transaction is its latest
+# history row. Reads the row as it is then, not NEW: a row written twice in
+# one transaction is checked in its final state.
+_PG_SERVED_MATCHES_HISTORY = f"""
+CREATE OR REPLACE FUNCTION memoryhub_served_matches_history() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    served record;
+    latest record;
+BEGIN
+    SELECT id, version, content INTO served FROM {SERVED} WHERE id = NEW.id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    SELECT version, content INTO latest FROM {HISTORY} WHERE id = NEW.id ORDER BY history_id DESC LIMIT 1;
+    IF NOT FOUND OR latest.version IS DISTINCT FROM served.version OR latest.content IS DISTINCT FROM served.content
+    THEN
+        RAISE EXCEPTION 'memoryhub: {SERVED} row % (version %) does not match its latest history row: served '
+            'content changes only with a history row', served.id, served.version
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+"""
+
+_PG_FUNCTIONS = {
+    **{table: _pg_append_only(table) for table in APPEND_ONLY_TABLES},
+    PROPOSAL: _PG_PROPOSAL,
+    RUN: _PG_RUN,
+    SERVED: _PG_SERVED,
+}
+
+
 def _pg_install(table: str) -> list[str]:
-    return [
-        f"DROP TRIGGER IF EXISTS {table}_append_only ON {table};",
-        f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
-        "FOR EACH ROW EXECUTE FUNCTION memoryhub_refuse_change();",
+    function = f"memoryhub_guard_{table}"
+    events = "INSERT OR UPDATE OR DELETE" if table != SERVED else "UPDATE OR DELETE"
+    statements = [
+        _PG_FUNCTIONS[table],
+        f"DROP TRIGGER IF EXISTS {table}_guard ON {table};",
+        f"CREATE TRIGGER {table}_guard BEFORE {events} ON {table} FOR EACH ROW EXECUTE FUNCTION {function}();",
         # Row triggers never see TRUNCATE: it needs its own statement trigger.
         f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table};",
         f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
-        "FOR EACH STATEMENT EXECUTE FUNCTION memoryhub_refuse_change();",
+        "FOR EACH STATEMENT EXECUTE FUNCTION memoryhub_refuse_truncate();",
+    ]
+    if table == SERVED:
+        statements += [
+            _PG_SERVED_MATCHES_HISTORY,
+            f"DROP TRIGGER IF EXISTS {SERVED}_matches_history ON {SERVED};",
+            f"CREATE CONSTRAINT TRIGGER {SERVED}_matches_history AFTER INSERT OR UPDATE ON {SERVED} "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION memoryhub_served_matches_history();",
+        ]
+    return statements
+
+
+_PG_REFUSE_TRUNCATE = """
+CREATE OR REPLACE FUNCTION memoryhub_refuse_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'memoryhub: TRUNCATE on % is refused: this table is append-only', TG_TABLE_NAME
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$;
+"""
+
+# Names used by the first version of these triggers (migration 0002).
+_PG_LEGACY = [
+    *(f"DROP TRIGGER IF EXISTS {t}_append_only ON {t};" for t in APPEND_ONLY_TABLES),
+    "DROP FUNCTION IF EXISTS memoryhub_refuse_change() CASCADE;",
+]
+
+
+# --- SQLite ------------------------------------------------------------------------
+
+_SQLITE_TOO_OLD = f"strftime('%Y-%m-%d %H:%M:%f', 'now', '-{CLOCK_SKEW_SECONDS} seconds')"
+
+
+def _sqlite_trigger(name: str, when: str, table: str, condition: str, message: str) -> str:
+    where = f" WHEN {condition}" if condition else ""
+    return (f"CREATE TRIGGER IF NOT EXISTS {name} {when} ON {table}{where} "
+            f"BEGIN SELECT RAISE(ABORT, 'memoryhub: {message}'); END;")
+
+
+def _sqlite_rules(table: str) -> list[tuple[str, str, str, str]]:
+    """(trigger name suffix, timing and event, condition, message) per rule."""
+    if table in APPEND_ONLY_TABLES:
+        stamp = _STAMP[table]
+        return [
+            ("no_update", "BEFORE UPDATE", "", f"UPDATE on {table} is refused: this table is append-only"),
+            ("no_delete", "BEFORE DELETE", "", f"DELETE on {table} is refused: this table is append-only"),
+            ("no_backdating", "BEFORE INSERT", f"NEW.{stamp} < {_SQLITE_TOO_OLD}",
+             f"INSERT on {table} is refused: {stamp} is back-dated"),
+        ]
+    if table == PROPOSAL:
+        fixed = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in PROPOSAL_FIXED)
+        return [
+            ("no_backdating", "BEFORE INSERT",
+             f"NEW.created_at < {_SQLITE_TOO_OLD} OR NEW.decided_at < {_SQLITE_TOO_OLD}",
+             f"INSERT on {table} is refused: the proposal is back-dated"),
+            ("decided_is_final", "BEFORE UPDATE", f"OLD.status NOT IN ({_sql_list(OPEN_PROPOSAL)})",
+             f"UPDATE on {table} is refused: the proposal is already decided"),
+            ("fixed_fields", "BEFORE UPDATE", fixed,
+             f"UPDATE on {table} is refused: what a proposal says is fixed when it is made"),
+            ("no_backdated_decision", "BEFORE UPDATE",
+             f"NEW.status IN ({_sql_list(DECIDED_BY_A_PERSON)}) AND "
+             f"(NEW.decided_at IS NULL OR NEW.decided_at < {_SQLITE_TOO_OLD})",
+             f"UPDATE on {table} is refused: the decision is back-dated"),
+            ("no_delete", "BEFORE DELETE", f"OLD.status NOT IN ({_sql_list(OPEN_PROPOSAL)})",
+             f"DELETE on {table} is refused: a decided proposal is kept"),
+        ]
+    if table == RUN:
+        return [
+            ("no_backdating", "BEFORE INSERT",
+             f"NEW.created_at < {_SQLITE_TOO_OLD} OR NEW.finished_at < {_SQLITE_TOO_OLD}",
+             f"INSERT on {table} is refused: the run is back-dated"),
+            ("finished_is_final", "BEFORE UPDATE", f"OLD.status NOT IN ({_sql_list(ACTIVE_RUN)})",
+             f"UPDATE on {table} is refused: the run already finished"),
+            ("no_backdated_finish", "BEFORE UPDATE",
+             "NEW.created_at IS NOT OLD.created_at OR NEW.finished_at < OLD.created_at",
+             f"UPDATE on {table} is refused: the run is back-dated"),
+            ("no_delete", "BEFORE DELETE", f"OLD.status NOT IN ({_sql_list(ACTIVE_RUN)})",
+             f"DELETE on {table} is refused: the run already finished"),
+        ]
+    # The served row. Without deferred triggers, the next version is refused
+    # unless the row still equals its latest history row (tampering shows at
+    # the next write), besides the immediate rules PostgreSQL also has.
+    latest = (f"(SELECT h.history_id FROM {HISTORY} h WHERE h.id = OLD.id ORDER BY h.history_id DESC LIMIT 1)")
+    return [
+        ("no_delete", "BEFORE DELETE", "",
+         f"DELETE on {table} is refused: an absent file is empty content, a new version"),
+        ("identity", "BEFORE UPDATE",
+         "NEW.id IS NOT OLD.id OR NEW.agent_id IS NOT OLD.agent_id OR NEW.user_ref IS NOT OLD.user_ref "
+         "OR NEW.kind IS NOT OLD.kind",
+         f"UPDATE on {table} is refused: a file never changes whose file it is"),
+        ("version_order", "BEFORE UPDATE",
+         "NEW.version NOT IN (OLD.version, OLD.version + 1) "
+         "OR (NEW.content IS NOT OLD.content AND NEW.version = OLD.version)",
+         f"UPDATE on {table} is refused: content changes only as the next version"),
+        ("matches_history", "BEFORE UPDATE",
+         f"NEW.version IS NOT OLD.version AND NOT EXISTS (SELECT 1 FROM {HISTORY} h "
+         f"WHERE h.history_id = {latest} AND h.version = OLD.version AND h.content = OLD.content)",
+         f"UPDATE on {table} is refused: the served row does not match its latest history row"),
     ]
 
 
 def _sqlite_install(table: str) -> list[str]:
-    return [
-        f"CREATE TRIGGER IF NOT EXISTS {table}_no_update BEFORE UPDATE ON {table} "
-        f"BEGIN SELECT RAISE(ABORT, 'memoryhub: UPDATE on {table} is refused: this table is append-only'); END;",
-        f"CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table} "
-        f"BEGIN SELECT RAISE(ABORT, 'memoryhub: DELETE on {table} is refused: this table is append-only'); END;",
-    ]
+    return [_sqlite_trigger(f"{table}_{suffix}", when, table, condition, message)
+            for suffix, when, condition, message in _sqlite_rules(table)]
 
 
-def install_sql(vendor: str) -> list[str]:
-    if vendor == "postgresql":
-        return [_PG_FUNCTION] + [sql for table in APPEND_ONLY_TABLES for sql in _pg_install(table)]
-    if vendor == "sqlite":
-        return [sql for table in APPEND_ONLY_TABLES for sql in _sqlite_install(table)]
-    return []
+def _sqlite_uninstall(table: str) -> list[str]:
+    return [f"DROP TRIGGER IF EXISTS {table}_{suffix};" for suffix, *_ in _sqlite_rules(table)]
 
 
-def uninstall_sql(vendor: str) -> list[str]:
-    if vendor == "postgresql":
-        statements = []
-        for table in APPEND_ONLY_TABLES:
-            statements.append(f"DROP TRIGGER IF EXISTS {table}_append_only ON {table};")
-            statements.append(f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table};")
-        return statements + ["DROP FUNCTION IF EXISTS memoryhub_refuse_change();"]
-    if vendor == "sqlite":
-        statements = []
-        for table in APPEND_ONLY_TABLES:
-            statements.append(f"DROP TRIGGER IF EXISTS {table}_no_update;")
-            statements.append(f"DROP TRIGGER IF EXISTS {table}_no_delete;")
-        return statements
-    return []
+# --- install / uninstall -------------------------------------------------------------
 
 
-def install(connection: Any) -> None:
+def _present(connection: Any, tables: tuple[str, ...]) -> list[str]:
+    """Those of `tables` that exist yet (consolidation's may come later)."""
     with connection.cursor() as cursor:
-        for sql in install_sql(connection.vendor):
+        existing = set(connection.introspection.table_names(cursor))
+    return [table for table in tables if table in existing]
+
+
+def install_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TABLES) -> list[str]:
+    if vendor == "postgresql":
+        return [*_PG_LEGACY, _PG_REFUSE_TRUNCATE, *(sql for table in tables for sql in _pg_install(table))]
+    if vendor == "sqlite":
+        return [sql for table in tables for sql in _sqlite_install(table)]
+    return []
+
+
+def uninstall_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TABLES) -> list[str]:
+    if vendor == "postgresql":
+        statements = list(_PG_LEGACY)
+        for table in tables:
+            statements += [f"DROP TRIGGER IF EXISTS {table}_guard ON {table};",
+                           f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table};"]
+            if table == SERVED:
+                statements.append(f"DROP TRIGGER IF EXISTS {SERVED}_matches_history ON {SERVED};")
+        return statements
+    if vendor == "sqlite":
+        return [sql for table in tables for sql in _sqlite_uninstall(table)]
+    return []
+
+
+def install(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
+    tables_present = _present(connection, tables)
+    with connection.cursor() as cursor:
+        for sql in install_sql(connection.vendor, tables_present):
             cursor.execute(sql)
 
 
-def uninstall(connection: Any) -> None:
+def uninstall(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
+    tables_present = _present(connection, tables)
     with connection.cursor() as cursor:
-        for sql in uninstall_sql(connection.vendor):
+        for sql in uninstall_sql(connection.vendor, tables_present):
             cursor.execute(sql)

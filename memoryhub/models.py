@@ -256,9 +256,29 @@ class MemoryHistoryBase(models.Model):
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The usernames as they were when the row was written: renaming a user
+    # later must not rewrite who wrote or approved a past version.
+    history_username = models.CharField(max_length=150, blank=True, default="")
+    approved_by_username = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         abstract = True
+
+    @property
+    def author_label(self) -> str:
+        if self.history_username:
+            return f"user:{self.history_username}"
+        if getattr(self, "history_user_id", None):
+            return f"user:{self.history_user.get_username()}"  # type: ignore[attr-defined]
+        if self.actor_agent_id:
+            return f"agent:{self.actor_agent.slug}"  # type: ignore[union-attr]
+        return "system"
+
+    @property
+    def approver_name(self) -> str | None:
+        if self.approved_by_username:
+            return self.approved_by_username
+        return self.approved_by.get_username() if self.approved_by_id else None  # type: ignore[union-attr]
 
 
 class MemoryFileQuerySet(models.QuerySet["MemoryFile"]):
@@ -398,6 +418,9 @@ class Proposal(models.Model):
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="decided_proposals"
     )
+    # Usernames as written at the time (a rename does not rewrite them).
+    author_username = models.CharField(max_length=150, blank=True, default="")
+    decided_by_username = models.CharField(max_length=150, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True, default="")
     applied_version = models.PositiveIntegerField(null=True, blank=True)
@@ -426,6 +449,8 @@ class Proposal(models.Model):
 
     @property
     def author_label(self) -> str:
+        if self.author_username:
+            return f"user:{self.author_username}"
         if self.author_user_id:
             return f"user:{self.author_user}"
         if self.author_agent_id:
@@ -435,6 +460,13 @@ class Proposal(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in OPEN_STATUSES
+
+    @property
+    def decider_name(self) -> str | None:
+        """Who decided, as their username was at the time."""
+        if self.decided_by_username:
+            return self.decided_by_username
+        return self.decided_by.get_username() if self.decided_by_id else None  # type: ignore[union-attr]
 
     def mark_stale(self) -> None:
         self.status = ProposalStatus.STALE
@@ -507,6 +539,9 @@ class AuditEvent(models.Model):
     actor_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The actor's username when the event was written; the audit log shows
+    # this, so renaming a user does not rewrite who did what.
+    actor_username = models.CharField(max_length=150, blank=True, default="")
     actor_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     user_ref = models.CharField(max_length=255, blank=True, default="")
@@ -523,6 +558,8 @@ class AuditEvent(models.Model):
 
     @property
     def actor_label(self) -> str:
+        if self.actor_username:
+            return f"user:{self.actor_username}"
         if self.actor_user_id:
             return f"user:{self.actor_user}"
         if self.actor_agent_id:
@@ -593,3 +630,26 @@ class Change(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == ChangeStatus.PENDING
+
+
+class IdempotencyRecord(models.Model):
+    """A key that acts once. For an API POST sent with an Idempotency-Key,
+    the answer, so a client that retries (a timeout, a dropped connection)
+    gets the first answer again instead of a second session or proposal
+    (memoryhub.idempotency); for a console form, its one-time token as used
+    (reviews.once; no answer kept)."""
+
+    principal = models.CharField(max_length=64)
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(default=0)
+    body = models.JSONField(null=True, blank=True)
+    headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["principal", "key"], name="idempotency_principal_key")]
+
+    def __str__(self) -> str:
+        return f"{self.principal} {self.key} → {self.status_code}"

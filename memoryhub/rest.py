@@ -6,14 +6,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig
+from django.db import DataError, IntegrityError
+from django.http import Http404, UnreadablePostError
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import exceptions, serializers, status, throttling
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub import errors
+from memoryhub import errors, faults
 from memoryhub.authentication import AgentAuth, BearerAuthentication, IsAgent, IsStaff, SessionAuthentication
 from memoryhub.models import Agent
 
@@ -30,6 +32,16 @@ _DRF_CODES: list[tuple[type[Exception], str]] = [
     (exceptions.NotAcceptable, "not_acceptable"),
     (exceptions.ParseError, "invalid"),
     (exceptions.ValidationError, "invalid"),
+]
+# Errors that are not bugs in the request handling but states of the world:
+# each is answered, never a 500.
+_OTHER_ERRORS: list[tuple[type[Exception], int, str, str]] = [
+    (RequestDataTooBig, 413, "too_large", "The request body is larger than this server accepts."),
+    (UnreadablePostError, 408, "timeout", "The request body stopped arriving before it was complete."),
+    # A race the service did not turn into a domain error (two inserts of
+    # one unique row): the second writer retries and sees the first.
+    (IntegrityError, 409, "conflict", "Someone else changed this at the same moment; read it again and retry."),
+    (DataError, 400, "invalid", "The database cannot store a value in this request."),
 ]
 
 
@@ -57,6 +69,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"error": exc.as_dict()}, status=exc.status)
     if isinstance(exc, Http404):
         return Response(error_body("not_found", "Not found."), status=status.HTTP_404_NOT_FOUND)
+    if faults.is_unavailable(exc):
+        logger.warning("database unavailable: %s", exc)
+        seconds = faults.retry_after()
+        return Response(error_body("unavailable", faults.UNAVAILABLE_DETAIL, retry_after=seconds),
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": str(seconds)})
+    for cls, code_status, code, detail in _OTHER_ERRORS:
+        if isinstance(exc, cls):
+            logger.warning("%s answered %s: %s", type(exc).__name__, code_status, exc)
+            return Response(error_body(code, detail), status=code_status)
     if not isinstance(exc, exceptions.APIException):
         return None
     code = next((c for cls, c in _DRF_CODES if isinstance(exc, cls)), "invalid")
@@ -190,7 +211,8 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
         409: "stale_proposal, stale_change, conflict, ambiguous, withheld or not pending",
         410: "session_expired",
         412: "version_conflict",
-        422: "limit_exceeded / unsafe_content",
+        413: "too_large",
+        422: "limit_exceeded / unsafe_content / idempotency_key_reused",
         429: "throttled",
     }
     return {code: OpenApiResponse(ErrorSerializer, description=descriptions.get(code, "")) for code in codes}

@@ -274,7 +274,8 @@ def audit_events(
         if name == "system":
             events = events.filter(actor_user__isnull=True, actor_agent__isnull=True)
         else:
-            events = events.filter(Q(actor_user__username__icontains=name) | Q(actor_agent__slug__icontains=name))
+            events = events.filter(Q(actor_username__icontains=name) | Q(actor_user__username__icontains=name)
+                                   | Q(actor_agent__slug__icontains=name))
     if start:
         events = events.filter(created_at__date__gte=start)
     if end:

@@ -76,12 +76,15 @@ INSTALLED_APPS = [
     "simple_history",
     "django_htmx",
     "template_partials",
+    "axes",
     "memoryhub",
     "consolidation",
     "reviews",
 ]
 
 MIDDLEWARE = [
+    # First: over-long URLs and headers are refused before any other work.
+    "memoryhub.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reviews.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -93,6 +96,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -125,6 +130,35 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# A database that is down or hanging must cost a request seconds, not a
+# worker: connecting gives up after DATABASE_CONNECT_TIMEOUT seconds, a
+# statement after DATABASE_STATEMENT_TIMEOUT_MS (at most 10 s by default; the
+# migrate service sets 0 = no limit), a wait for a row lock after
+# DATABASE_LOCK_TIMEOUT_MS. Each answers 503 `unavailable` (memoryhub.faults).
+DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 10_000)
+DATABASE_LOCK_TIMEOUT_MS = env_int("DATABASE_LOCK_TIMEOUT_MS", 5_000)
+# A transaction left open by a crashed or stuck client releases its locks.
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000)
+# The role the web, worker and beat connect as (DATABASE_URL), when
+# migrations run as the owner (MIGRATE_DATABASE_URL): every migrate grants it
+# what it needs and no more (memoryhub.db_roles). Empty: no grants.
+DATABASE_APP_ROLE = env("DATABASE_APP_ROLE")
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _pg_options = " ".join(
+        f"-c {name}={value}"
+        for name, value in (
+            ("statement_timeout", DATABASE_STATEMENT_TIMEOUT_MS),
+            ("lock_timeout", DATABASE_LOCK_TIMEOUT_MS),
+            ("idle_in_transaction_session_timeout", DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS),
+        )
+    )
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        connect_timeout=DATABASE_CONNECT_TIMEOUT,
+        options=_pg_options,
+        # A peer that vanished (host down, network cut) is noticed within a minute.
+        keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server, the worker and beat share one SQLite file: WAL lets
     # readers run beside a writer, IMMEDIATE transactions take the write lock
@@ -165,7 +199,7 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Production turns these on by environment (docker-compose.yml does); they
 # stay off by default because `make run` and the tests speak plain HTTP.
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT")
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 if env_bool("DJANGO_BEHIND_TLS_PROXY"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES")
@@ -185,6 +219,24 @@ CSRF_COOKIE_HTTPONLY = True
 # A reviewer's session ends after a working day or when the browser closes.
 SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_AGE_SECONDS", 8 * 60 * 60)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+
+# --- sign-in throttling (memoryhub.login_throttle) -------------------------------
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username or address before any password check.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("MEMORYHUB_LOGIN_FAILURE_LIMIT", 5)
+# Locked per username and, separately, per address.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+MEMORYHUB_LOGIN_COOLOFF_SECONDS = env_int("MEMORYHUB_LOGIN_COOLOFF_SECONDS", 300)
+AXES_COOLOFF_TIME = "memoryhub.login_throttle.cool_off"
+AXES_LOCKOUT_CALLABLE = "memoryhub.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "memoryhub.login_throttle.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Proxies in front that append to X-Forwarded-For (1 behind the TLS proxy).
+MEMORYHUB_TRUSTED_PROXIES = env_int("MEMORYHUB_TRUSTED_PROXIES", 1 if env_bool("DJANGO_BEHIND_TLS_PROXY") else 0)
 
 LOGIN_URL = "login"
 # Auditors land on the audit log, everyone else on the queue.
@@ -243,6 +295,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "consolidation.tasks.sweep_expired_runs_task",
         "schedule": env_float("MEMORYHUB_SWEEP_INTERVAL_SECONDS", 60),
     },
+    "purge-expired-keys": {
+        "task": "memoryhub.tasks.purge_expired_task",
+        "schedule": env_float("MEMORYHUB_PURGE_INTERVAL_SECONDS", 3600),
+    },
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -250,7 +306,8 @@ CELERY_TIMEZONE = "UTC"
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bounded JSON for every body: size, depth, no NUL (memoryhub.parsers).
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.parsers.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "EXCEPTION_HANDLER": "memoryhub.rest.exception_handler",
@@ -271,6 +328,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
+        # The serializers' value lists (labels equal to values), so every
+        # status of the model belongs here, or the names collide.
         "ProposalStatusEnum": ["pending", "approved", "rejected", "stale", "superseded", "withdrawn"],
         "RunStatusEnum": ["queued", "running", "succeeded", "no_change", "failed", "skipped"],
     },
@@ -317,6 +376,20 @@ CONSOLIDATION_OTHER_LANGUAGES_TO_LLM = env_bool("CONSOLIDATION_OTHER_LANGUAGES_T
 # A session's frozen context is served at most this long after it started;
 # then `?session=` answers 410 session_expired and the agent starts anew.
 MEMORYHUB_SESSION_MAX_AGE_SECONDS = env_int("MEMORYHUB_SESSION_MAX_AGE_SECONDS", 24 * 60 * 60)
+# --- faults and limits -------------------------------------------------------------
+# Sent with every 503 `unavailable` (database down or too slow).
+MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 5)
+# The app answers 414/431 itself below these; gunicorn.conf.py sets gunicorn's
+# own limits above them, so the client always gets the JSON error body.
+MEMORYHUB_MAX_URL_BYTES = env_int("MEMORYHUB_MAX_URL_BYTES", 8000)
+MEMORYHUB_MAX_HEADER_BYTES = env_int("MEMORYHUB_MAX_HEADER_BYTES", 8000)
+MEMORYHUB_MAX_HEADER_COUNT = env_int("MEMORYHUB_MAX_HEADER_COUNT", 100)
+# Request bodies: larger ones answer 413 `too_large` without being read whole.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_BODY_BYTES", 2_621_440)
+
+# How long an Idempotency-Key's first answer is replayed (memoryhub.idempotency).
+MEMORYHUB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMORYHUB_IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
+
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.
 MEMORYHUB_REQUIRE_SERVICES = env_bool("MEMORYHUB_REQUIRE_SERVICES")
 
@@ -339,7 +412,7 @@ MEMORYHUB_OIDC_SATISFIES_2FA = env_bool("MEMORYHUB_OIDC_SATISFIES_2FA", True)
 OTP_TOTP_ISSUER = env("MEMORYHUB_TOTP_ISSUER", "MemoryHub")
 
 # OpenID Connect is on when the client id and the provider's endpoints are set.
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "reviews.oidc.MemoryHubOIDCBackend"]
+AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "reviews.oidc.MemoryHubOIDCBackend"]
 OIDC_RP_CLIENT_ID = env("OIDC_RP_CLIENT_ID")
 OIDC_RP_CLIENT_SECRET = env("OIDC_RP_CLIENT_SECRET")
 OIDC_OP_ISSUER = env("OIDC_OP_ISSUER")
@@ -361,5 +434,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

@@ -21,3 +21,8 @@ def copy_history_context(sender: Any, instance: MemoryFile, history_instance: An
     history_instance.actor_agent = getattr(instance, "_history_actor_agent", None)
     history_instance.proposal = getattr(instance, "_history_proposal", None)
     history_instance.approved_by = getattr(instance, "_history_approved_by", None)
+    # The names as they are now, kept: a later rename must not rewrite history.
+    if history_instance.history_user is not None:
+        history_instance.history_username = history_instance.history_user.get_username()
+    if history_instance.approved_by is not None:
+        history_instance.approved_by_username = history_instance.approved_by.get_username()

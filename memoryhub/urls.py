@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.contrib import admin
@@ -8,9 +9,7 @@ from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-
-def healthz(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("ok", content_type="text/plain")
+from memoryhub import faults, health
 
 
 def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> JsonResponse | None:
@@ -33,7 +32,18 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     )
 
 
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _api_error(request, 403, "permission_denied", "You may not do this.") or defaults.permission_denied(
+        request, exception
+    )
+
+
 def server_error(request: HttpRequest, *args: Any) -> HttpResponse:
+    # Called inside Django's `except` block, wherever the error came from
+    # (a middleware, a view, a template): a database that is down or too
+    # slow is a 503 to retry, not a 500.
+    if faults.is_unavailable(sys.exc_info()[1]):
+        return faults.unavailable_response(request)
     return _api_error(
         request, 500, "server_error", "Something went wrong on our side; nothing was stored."
     ) or defaults.server_error(request)
@@ -41,12 +51,14 @@ def server_error(request: HttpRequest, *args: Any) -> HttpResponse:
 
 handler404 = not_found
 handler400 = bad_request
+handler403 = permission_denied
 handler500 = server_error
 
 # memoryhub imports neither reviews nor consolidation: their URLs are
 # included by module name only.
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("api/v1/", include("memoryhub.api_urls")),
     path("api/v1/", include("reviews.api_urls")),
     path("api/v1/", include("consolidation.api_urls")),

@@ -48,7 +48,7 @@ from memoryhub.models import (
 )
 from memoryhub.services.agents import governed_settings
 from memoryhub.tokens import ENCODING_NAMES
-from reviews import audit_export, charts
+from reviews import audit_export, charts, once
 
 PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
 AUDIT_PAGE_SIZE = 50
@@ -243,6 +243,8 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
             content = request.POST.get("content", "").replace("\r\n", "\n")
             reason = request.POST.get("reason", "").strip()
             try:
+                # A double-submitted form would make two proposals.
+                once.consume(request)
                 proposal = services.propose_persona_edit(
                     agent=agent, kind=kind, content=content, reason=reason, actor_user=request.user
                 )
@@ -303,6 +305,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 else f"Consolidation run #{run.pk} for {run.user_ref} is already {run.status}."
             )
         elif action == "key-create":
+            once.consume(request)
             key, raw_key = services.issue_agent_key(agent=agent, name=request.POST.get("name", ""), actor=request.user)
             # The raw key is shown in this response only: never stored, never
             # in a redirect or the message storage.

@@ -18,7 +18,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryhub import errors, services
+from memoryhub import errors, idempotency, services
 from memoryhub.api import FILE_PARAM, USER_PARAM, TextField, parse_body, user_param
 from memoryhub.models import Agent, Change, ChangeStatus, FileKind, Proposal, ProposalStatus, Source
 from memoryhub.rest import StaffAPIView, error_responses
@@ -66,7 +66,7 @@ def proposal_detail(p: Proposal) -> dict[str, Any]:
         "proposed_content": p.proposed_content,
         "diff": p.diff,
         "rationale": p.rationale,
-        "decided_by": p.decided_by.get_username() if p.decided_by else None,
+        "decided_by": p.decider_name,
         "decided_at": p.decided_at,
         "decision_comment": p.decision_comment,
         "applied_version": p.applied_version,
@@ -269,11 +269,8 @@ class VersionSerializer(serializers.Serializer):
 
 
 def history_author(row: Any) -> str:
-    if row.history_user_id:
-        return f"user:{row.history_user.get_username()}"
-    if row.actor_agent_id:
-        return f"agent:{row.actor_agent.slug}"
-    return "system"
+    # The name stored with the row: a rename does not rewrite history.
+    return str(row.author_label)
 
 
 class FileVersionsView(StaffAPIView):
@@ -294,7 +291,7 @@ class FileVersionsView(StaffAPIView):
                     "author": history_author(row),
                     "source": row.source,
                     "reason": row.history_change_reason or "",
-                    "approved_by": row.approved_by.get_username() if row.approved_by_id else None,
+                    "approved_by": row.approver_name,
                     "proposal": row.proposal_id,
                 }
                 for row in rows
@@ -309,12 +306,13 @@ class FileRollbackView(StaffAPIView):
 
     @extend_schema(
         operation_id="rollback_file",
-        parameters=[FILE_PARAM, USER_PARAM],
+        parameters=[FILE_PARAM, USER_PARAM, idempotency.PARAMETER],
         request=InputSerializer,
-        responses={202: PendingProposalSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
+        responses={202: PendingProposalSerializer, **error_responses(400, 401, 403, 404, 409, 422, 429)},
         description="A rollback is a proposal (source `rollback`) that another reviewer approves; approving it "
         "serves the old content as a new version and reaches open sessions too.",
     )
+    @idempotency.idempotent
     def post(self, request: Request, slug: str, file: str) -> Response:
         agent = services.get_agent_for_user(request.user, slug)
         data = parse_body(self.InputSerializer, request)

@@ -44,6 +44,8 @@ def _events(queryset: QuerySet[AuditEvent]) -> Iterator[AuditEvent]:
 
 
 def _safe_cell(value: Any) -> str:
+    if isinstance(value, int):
+        return str(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
@@ -58,8 +60,8 @@ def csv_lines(queryset: QuerySet[AuditEvent]) -> Iterator[str]:
     yield writer.writerow(COLUMNS)
     for event in _events(queryset):
         row = event_row(event)
-        yield writer.writerow([_safe_cell(row[c]) if c in {"summary", "details", "user_ref", "actor"} else row[c]
-                               for c in COLUMNS])
+        # Every cell: an action, agent slug or target id is data too.
+        yield writer.writerow([_safe_cell(row[c]) for c in COLUMNS])
 
 
 def json_chunks(queryset: QuerySet[AuditEvent]) -> Iterator[str]:

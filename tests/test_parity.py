@@ -36,6 +36,7 @@ from memoryhub.models import (
     ToolSetting,
     WritePolicy,
 )
+from reviews import once
 from tests.api_helpers import agent_client, staff_client
 from tests.factories import AgentFactory, WorkspaceFactory, staff
 
@@ -89,12 +90,14 @@ def stale_proposal(world: World) -> Proposal:
 
 
 def conflicted_proposal(world: World) -> Proposal:
-    # Conflict blocks as a rebase leaves them; written past the services as
-    # a rebase would, so approve is the only rule that stands in the way.
-    proposal = pending_proposal(world)
-    Proposal.objects.filter(pk=proposal.pk).update(
-        proposed_content=f"{CONFLICT_START}\n- likes tea\n{CONFLICT_MID}\n- likes coffee\n{CONFLICT_END}\n")
-    return proposal
+    """A rebase that left conflict blocks: the proposal and the file both
+    changed the same line."""
+    proposal = pending_proposal(world, content="- likes coffee\n- lives in Oslo\n")
+    services.write_memory(agent=world.agent, kind="USER.md", user_ref="u1", content="- likes water\n- lives in Oslo\n")
+    rebased = services.rebase_proposal(proposal_id=proposal.pk, reviewer=world.users["reviewer2"])
+    assert CONFLICT_START in rebased.proposed_content and CONFLICT_MID in rebased.proposed_content
+    assert CONFLICT_END in rebased.proposed_content
+    return rebased
 
 
 def over_limit(world: World) -> None:
@@ -244,10 +247,14 @@ def agent_write(content_of: Callable[[World], str]) -> dict[str, EntryPoint]:
 
 
 def persona_edit(content: str) -> dict[str, EntryPoint]:
-    data = {"action": "persona", "kind": "SOUL.md", "content": content, "reason": "parity"}
+    def data(user: Any) -> dict[str, Any]:
+        # The form's one-time token, as the page renders it.
+        return {"action": "persona", "kind": "SOUL.md", "content": content, "reason": "parity",
+                once.FIELD: once.token_for(user)}
+
     return {
-        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", data),
-        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", data),
+        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", data(w.users[who])),
+        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", data(w.users[who])),
     }
 
 

@@ -5,7 +5,9 @@ data. Every answer must be a non-5xx the schema documents: status code,
 content type, headers and body.
 
 Agent routes are called with an agent key, staff routes with a reviewer's
-personal token in the agent's workspace. Part of the generated path
+personal token in the agent's workspace; every case is sent again with the
+other kind of principal, which must be refused as documented (401/403).
+The schema offers no OpenAPI links yet, so there is no stateful phase. Part of the generated path
 parameters, queries and bodies are steered toward seeded objects, so the
 positive paths run too, and every operation must answer 2xx at least once.
 """
@@ -301,3 +303,11 @@ def test_every_operation_answers_as_its_schema_says(case: schemathesis.Case, see
     response = case.call_and_validate(headers={"Authorization": f"Bearer {secret}"}, checks=CHECKS)
     if case.method.upper() == case.operation.method.upper():  # not the coverage phase's OPTIONS/TRACE probes
         seeded.statuses[response.status_code] += 1
+        # The other kind of principal: an agent key on a staff route, a staff
+        # token on an agent route. Refused, as the schema documents it.
+        wrong = seeded.agent_key if secret != seeded.agent_key else seeded.staff_token
+        refused = case.call_and_validate(headers={"Authorization": f"Bearer {wrong}"}, checks=CHECKS)
+        # A request malformed before anyone is asked who sends it (a NUL in the
+        # URL, an unknown route) gets the same answer whoever sends it.
+        assert refused.status_code in (401, 403) or refused.status_code == response.status_code in (400, 404), (
+            case.operation.label, response.status_code, refused.status_code)

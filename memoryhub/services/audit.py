@@ -23,10 +23,12 @@ def record_event(
 ) -> AuditEvent:
     if workspace is None and agent is not None:
         workspace = agent.workspace
+    user = user_or_none(actor_user)
     return AuditEvent.objects.create(
         action=action,
         workspace=workspace,
-        actor_user=user_or_none(actor_user),
+        actor_user=user,
+        actor_username=user.get_username() if user is not None else "",
         actor_agent=actor_agent,
         agent=agent,
         user_ref=user_ref,

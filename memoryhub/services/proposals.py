@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors, merge
-from memoryhub.models import AGENT_SCOPED, Agent, Proposal, ProposalStatus, Source
+from memoryhub.models import AGENT_SCOPED, Agent, MemoryFile, Proposal, ProposalStatus, Source
 from memoryhub.services.access import (
     REVIEW_ROLES,
     require_admin,
@@ -67,6 +67,7 @@ def create_proposal(
         reason=reason,
         source=source,
         author_user=user_or_none(author_user),
+        author_username=_username(author_user),
         author_agent=author_agent,
         revises=revises,
         rollback_to=rollback_to,
@@ -88,6 +89,12 @@ def create_proposal(
         details={"kind": kind, "base_version": base_version, "source": source, "reason": reason},
     )
     return proposal
+
+
+def _username(user: Any) -> str:
+    """The name to keep on the row: a later rename must not rewrite it."""
+    user = user_or_none(user)
+    return user.get_username() if user is not None else ""
 
 
 def propose_change(
@@ -219,6 +226,25 @@ def _lock_proposal(proposal_id: Any) -> Proposal:
     return proposal
 
 
+def _lock_file_then_proposal(proposal_id: Any) -> Proposal:
+    """Lock the proposal's file row, then the proposal: the order every write
+    takes (a write locks the file, then marks that file's pending proposals
+    stale). Locking the proposal first and the file second, while a write
+    held the file and waited for the proposal, deadlocked."""
+    try:
+        target = Proposal.objects.filter(pk=proposal_id).values("agent_id", "kind", "user_ref").first()
+    except (ValueError, TypeError) as exc:
+        raise errors.NotFound("There is no such proposal.") from exc
+    if target is None:
+        raise errors.NotFound("There is no such proposal.")
+    # What a proposal is about never changes (memoryhub.immutability), so the
+    # file read here is the one the proposal names.
+    MemoryFile.objects.select_for_update(of=("self",)).filter(
+        agent_id=target["agent_id"], kind=target["kind"], user_ref=target["user_ref"]
+    ).first()
+    return _lock_proposal(proposal_id)
+
+
 def authors_of(proposal: Proposal) -> set[int]:
     """Every staff user who wrote a revision of this proposal (an edit's
     author and the author of what it edits): none of them may approve it."""
@@ -259,7 +285,7 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "") -> P
     (that mark commits) and raise StaleProposal."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
-        proposal = _lock_proposal(proposal_id)
+        proposal = _lock_file_then_proposal(proposal_id)
         check_decider(proposal=proposal, reviewer=reviewer, action="approve proposals")
         if proposal.status == ProposalStatus.STALE:
             stale = stale_error(current_version=current_version_of(proposal))
@@ -323,10 +349,12 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> error
     )
     proposal.status = ProposalStatus.APPROVED
     proposal.decided_by = reviewer
+    proposal.decided_by_username = _username(reviewer)
     proposal.decided_at = timezone.now()
     proposal.decision_comment = comment
     proposal.applied_version = file.version
-    proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment", "applied_version"])
+    proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment",
+                                 "applied_version"])
     details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source}
     if undone:
         details.update(rollback_to=proposal.rollback_to, undone_versions=undone)
@@ -353,9 +381,10 @@ def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any) -> Proposa
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
         proposal.status = ProposalStatus.REJECTED
         proposal.decided_by = reviewer
+        proposal.decided_by_username = _username(reviewer)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
-        proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment"])
         record_event(
             action="proposal.reject",
             agent=proposal.agent,
@@ -381,9 +410,10 @@ def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Pro
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to withdraw.")
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = actor
+        proposal.decided_by_username = _username(actor)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
-        proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment"])
         record_event(
             action="proposal.withdraw",
             agent=proposal.agent,
@@ -404,7 +434,7 @@ def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: A
     content = content.replace("\r\n", "\n")
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
-        original = _lock_proposal(proposal_id)
+        original = _lock_file_then_proposal(proposal_id)
         require_reviewer(user=reviewer, workspace=original.agent.workspace_id, action="edit proposals")
         if original.status == ProposalStatus.STALE:
             raise errors.StaleProposal(
@@ -447,7 +477,7 @@ def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
     merge) as a new pending proposal; the stale one becomes superseded.
     Conflicting lines are left as conflict blocks that block approval."""
     with transaction.atomic():
-        original = _lock_proposal(proposal_id)
+        original = _lock_file_then_proposal(proposal_id)
         require_reviewer(user=reviewer, workspace=original.agent.workspace_id, action="rebase proposals")
         agent = original.agent
         file = get_file(agent=agent, kind=original.kind, user_ref=original.user_ref)

@@ -12,6 +12,7 @@ from consolidation import services
 from consolidation.models import ConsolidationRun, RunStatus, Trigger
 from memoryhub import services as core
 from memoryhub.models import AgentSession
+from tests.clock import looking_from
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +20,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def now() -> datetime:
-    return timezone.now()
+    """The gate is asked a week ahead: the database refuses back-dated runs
+    (memoryhub.immutability), so the past is made by moving `now` forward."""
+    return timezone.now() + timedelta(days=7)
 
 
 def ended_sessions(agent: Any, user_ref: str, count: int, at: datetime) -> None:
@@ -114,7 +117,8 @@ def test_a_file_past_80_percent_of_its_cap_is_due_without_sessions(now: datetime
 
 def test_the_cap_trigger_still_runs_at_most_once_per_gate_window(now: datetime) -> None:
     agent = AgentFactory(limit_user=100)
-    core.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="x" * 95)
+    with looking_from(now - timedelta(hours=1)):  # the file grew after the last run
+        core.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="x" * 95)
     past_run(agent, "u1", now - timedelta(hours=2), status=RunStatus.NO_CHANGE)
 
     assert due(now) == []

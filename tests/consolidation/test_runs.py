@@ -272,15 +272,21 @@ def test_a_new_run_supersedes_the_older_pending_consolidation_proposal() -> None
 @pytest.mark.django_db
 def test_a_run_over_the_daily_budget_is_skipped_without_calling_the_backend(llm: OpenAIServer) -> None:
     agent = AgentFactory(consolidation_backend="llm", daily_budget_usd=Decimal("0.50"))
-    ConsolidationRun.objects.create(agent=agent, user_ref="u0", backend="llm", status=RunStatus.SUCCEEDED,
-                                    cost_usd=Decimal("0.30"))
-    ConsolidationRun.objects.create(agent=agent, user_ref="u2", backend="llm", status=RunStatus.FAILED,
-                                    cost_usd=Decimal("0.20"))
+    # The budget is checked as of tomorrow, so today's $9 run is yesterday's
+    # (the database refuses back-dated runs: the clock moves instead).
+    tomorrow = timezone.now() + timedelta(days=1)
     ConsolidationRun.objects.create(agent=agent, user_ref="u3", backend="llm", status=RunStatus.SUCCEEDED,
-                                    cost_usd=Decimal("9"), created_at=timezone.now() - timedelta(days=1))
+                                    cost_usd=Decimal("9"))
+    ConsolidationRun.objects.create(agent=agent, user_ref="u0", backend="llm", status=RunStatus.SUCCEEDED,
+                                    cost_usd=Decimal("0.30"), created_at=tomorrow)
+    ConsolidationRun.objects.create(agent=agent, user_ref="u2", backend="llm", status=RunStatus.FAILED,
+                                    cost_usd=Decimal("0.20"), created_at=tomorrow)
     log(agent, "u1", ("note", "CI runs on GitHub Actions"))
 
-    run = run_now(agent)
+    run, _ = services.trigger_run(agent=agent, user_ref="u1")
+    assert services.claim_run(run_id=run.pk)
+    services.execute_run(run_id=run.pk, now=tomorrow)
+    run.refresh_from_db()
 
     assert run.status == RunStatus.SKIPPED
     assert "daily" in run.error and "budget" in run.error and "$0.5000 of its $0.5000" in run.error

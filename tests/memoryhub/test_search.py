@@ -12,6 +12,7 @@ from memoryhub import errors, immutability, search, services
 from memoryhub.models import LogEntry, MemoryFile
 from memoryhub.search import MARK
 from tests.api_helpers import agent_client, error_code
+from tests.clock import later, looking_from
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -94,10 +95,12 @@ def test_it_ranks_a_hit_with_every_word_above_a_stronger_partial_one(agent):
 
 def test_it_ranks_the_newer_of_two_equal_hits_first(agent):
     session = services.start_session(agent=agent, user_ref="u1")
-    old = backdated(session, "Parcel delivered to the neighbour.", days=400)
-    new = backdated(session, "Parcel delivered to the neighbour.", days=1)
+    reference = later(days=400)
+    old = aged(session, "Parcel delivered to the neighbour.", days=400, reference=reference)
+    new = aged(session, "Parcel delivered to the neighbour.", days=1, reference=reference)
 
-    hits = search.search(agent=agent, user_ref="u1", query="parcel")
+    with looking_from(reference):
+        hits = search.search(agent=agent, user_ref="u1", query="parcel")
 
     assert [hit.entry for hit in hits] == [new.pk, old.pk]
     assert hits[0].score > hits[1].score
@@ -105,18 +108,22 @@ def test_it_ranks_the_newer_of_two_equal_hits_first(agent):
 
 def test_it_lets_relevance_outweigh_a_few_days_of_age(agent):
     session = log(agent, "u1", *[f"Filler note {n}." for n in range(8)])
-    backdated(session, "Long note: " + "weather and lunch, " * 30 + "and the gearbox.", days=0)
-    focused = backdated(session, "Gearbox gearbox: the gearbox slips.", days=5)
+    reference = later(days=5)
+    aged(session, "Long note: " + "weather and lunch, " * 30 + "and the gearbox.", days=0, reference=reference)
+    focused = aged(session, "Gearbox gearbox: the gearbox slips.", days=5, reference=reference)
 
-    hits = search.search(agent=agent, user_ref="u1", query="gearbox")
+    with looking_from(reference):
+        hits = search.search(agent=agent, user_ref="u1", query="gearbox")
 
     assert hits[0].entry == focused.pk
 
 
-def backdated(session, content, *, days):
+def aged(session, content, *, days, reference):
+    """An entry `days` old when seen from `reference` (written now or later:
+    the database refuses back-dated rows)."""
     return LogEntry.objects.create(
         session=session, agent=session.agent, user_ref=session.user_ref, role="note", content=content,
-        created_at=timezone.now() - timedelta(days=days),
+        created_at=reference - timedelta(days=days),
     )
 
 
@@ -667,8 +674,9 @@ def test_the_api_answers_400_with_a_sentence_for_bad_input(agent, params, field)
 def test_the_api_answers_400_for_nul_in_the_query(agent):
     response = agent_client(agent).get("/api/v1/memory/search?q=foo%00bar&user=u1")
 
+    # Refused before it reaches search: a NUL has no business in any URL.
     assert response.status_code == 400 and error_code(response) == "invalid"
-    assert "control character" in response.json()["error"]["detail"]
+    assert "NUL" in response.json()["error"]["detail"]
 
 
 # --- more than one backend -------------------------------------------------------------------

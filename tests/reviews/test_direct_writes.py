@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memoryhub import selectors, services
 from memoryhub.models import MemoryFile, Proposal, Role, Source, WritePolicy
+from tests.clock import later, looking_from
 from tests.factories import AgentFactory, staff
 
 pytestmark = pytest.mark.django_db
@@ -38,13 +39,17 @@ def reviewer(agent):
     return staff(agent.workspace, Role.REVIEWER)
 
 
-@pytest.fixture
-def writes(agent):
+def write_two_versions(agent):
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- likes tea\n- lives in Oslo\n",
                           reason="first facts")
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- likes coffee\n- lives in Oslo\n",
                           reason="changed drink")
     return MemoryFile.objects.get(agent=agent, kind="MEMORY.md", user_ref="u1")
+
+
+@pytest.fixture
+def writes(agent):
+    return write_two_versions(agent)
 
 
 def test_it_lists_direct_writes_newest_first_with_their_diff(agent, reviewer, writes):
@@ -75,15 +80,19 @@ def test_it_leaves_out_reviewed_writes_other_sources_and_other_workspaces(agent,
     assert "theirs" not in page and "stranger" not in page
 
 
-def test_it_filters_by_day_and_by_agent(agent, reviewer, writes):
-    old = MemoryFile(agent=agent, kind="USER.md", user_ref="u2", content="- written long ago", version=1)
-    old._history_date = timezone.now() - timedelta(days=10)  # type: ignore[attr-defined]
-    old._history_source = Source.AGENT  # type: ignore[attr-defined]
-    old._history_actor_agent = agent  # type: ignore[attr-defined]
-    old.save()
-    other = AgentFactory(workspace=agent.workspace, slug="other")
-    services.write_memory(agent=other, kind="MEMORY.md", user_ref="u1", content="- other fact", reason="other's")
-    client = login(reviewer)
+def test_it_filters_by_day_and_by_agent(agent, reviewer):
+    # Written now and looked at ten days later (the database refuses
+    # back-dated history rows), with the other writes made that later day.
+    services.write_memory(agent=agent, kind="USER.md", user_ref="u2", content="- written long ago")
+    with looking_from(later(days=10)):
+        write_two_versions(agent)
+        other = AgentFactory(workspace=agent.workspace, slug="other")
+        services.write_memory(agent=other, kind="MEMORY.md", user_ref="u1", content="- other fact", reason="other's")
+        client = login(reviewer)
+        check_filters(client)
+
+
+def check_filters(client: Client) -> None:
     page = client.get(PAGE).content.decode()
     week_ago = (timezone.localdate() - timedelta(days=7)).isoformat()
     assert f'name="since" value="{week_ago}"' in page and "3 direct writes since" in page

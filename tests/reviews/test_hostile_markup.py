@@ -24,6 +24,7 @@ from django.test import Client
 
 from memoryhub import services
 from memoryhub.models import LogEntry, MemoryFile, Proposal, ProposalStatus, Role, Source, Strategy
+from reviews import once
 from tests.factories import AgentFactory, WorkspaceFactory, staff
 
 pytestmark = pytest.mark.django_db
@@ -312,6 +313,7 @@ def posts(world: dict[str, Any]) -> list[tuple[Any, str, dict[str, Any]]]:
 def test_every_post_answer_renders_agent_data_inert(world, htmx):
     for who, path, form in posts(world):
         client = login(who)
+        form = {**form, once.FIELD: once.token_for(who)}  # what the form's page renders
         response = client.post(path, form, **(HTMX if htmx else {}))
         assert response.status_code in (200, 302, 400, 403, 409, 422), (path, form.get("action"), response.status_code)
         if response.status_code == 302:

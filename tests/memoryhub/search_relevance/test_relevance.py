@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from memoryhub import search, services
 from memoryhub.models import LogEntry
+from tests.clock import later, looking_from
 from tests.factories import AgentFactory
 from tests.memoryhub.search_relevance.history import CASES, FILES, LOGS, OTHER_AGENT, OTHER_USER, USER
 
@@ -32,8 +33,8 @@ def seed() -> tuple[object, dict[int, str]]:
     agent = AgentFactory(slug="pedalpal")
     for kind, content in FILES.items():
         services.write_memory(agent=agent, kind=kind, user_ref=USER, content=content)
-    # Six months of history, one entry every two days, in sessions of ten.
-    start = timezone.now() - timedelta(days=2 * len(LOGS))
+    # One entry every two days, in sessions of ten.
+    start = timezone.now()
     keys: dict[int, str] = {}
     session = None
     for n, (key, role, content) in enumerate(LOGS):
@@ -53,11 +54,13 @@ def seed() -> tuple[object, dict[int, str]]:
 def test_it_finds_what_the_queries_mean_with_recall_at_5():
     assert len(CASES) >= 50
     agent, keys = seed()
+    reference = later(days=2 * len(LOGS))
 
     recall: dict[str, list[float]] = defaultdict(list)
     misses: list[str] = []
     for case in CASES:
-        hits = search.search(agent=agent, user_ref=USER, query=case.query, limit=K)
+        with looking_from(reference):
+            hits = search.search(agent=agent, user_ref=USER, query=case.query, limit=K)
         found = [hit.file if hit.source == "file" else keys.get(hit.entry, "LEAK") for hit in hits]
         assert "LEAK" not in found, case.query
         share = len(set(case.expected) & set(found)) / len(case.expected)

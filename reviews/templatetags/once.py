@@ -1,0 +1,18 @@
+"""`{% once_token %}`: the one-time token of reviews.once, as a hidden input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from reviews import once
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def once_token(context: dict[str, Any]) -> SafeString:
+    return format_html('<input type="hidden" name="{}" value="{}">', once.FIELD, once.issue(context["request"]))
