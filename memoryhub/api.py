@@ -304,6 +304,8 @@ class SessionLogView(AgentAPIView):
     class OutputSerializer(serializers.Serializer):
         appended = serializers.IntegerField()
         last_id = serializers.IntegerField()
+        redacted = serializers.IntegerField(help_text="Secrets replaced by [REDACTED:<rule>] before storing.")
+        redacted_rules = serializers.ListField(child=serializers.CharField())
 
     @extend_schema(
         operation_id="append_session_log",
@@ -324,7 +326,8 @@ class SessionLogView(AgentAPIView):
         if not isinstance(request.data, dict):
             raise errors.Invalid("The request body must be a JSON object with entries.")
         rows = services.append_log(session=session, entries=request.data.get("entries"))  # type: ignore[arg-type]
-        return Response({"appended": len(rows), "last_id": rows[-1].pk}, status=status.HTTP_201_CREATED)
+        return Response({"appended": len(rows), "last_id": rows[-1].pk, "redacted": rows.redacted,
+                         "redacted_rules": rows.redacted_rules}, status=status.HTTP_201_CREATED)
 
 
 class SessionEndView(AgentAPIView):

@@ -166,11 +166,12 @@ def file_part(*, agent: Agent, kind: str, content: str, version: int, withheld: 
         return None
     limit = agent.limit_for(kind)
     blocked: tuple[str, ...] = ()
+    served_text = WITHHELD
     if withheld:
         body = f"{HEADINGS[FileKind(kind)]}\n{WITHHELD}"
     else:
         served = serve_untrusted(content)
-        blocked = served.blocked
+        blocked, served_text = served.blocked, served.text
         body = (f"{HEADINGS[FileKind(kind)]}\n{served.text.rstrip()}\n\n"
                 f"_{usage_line(kind=kind, chars=len(content), limit=limit)}_")
         if kind in SOFT_LIMITED and len(content) > limit:
@@ -181,12 +182,31 @@ def file_part(*, agent: Agent, kind: str, content: str, version: int, withheld: 
         "version": version,
         "text": prefix + body,
         "content": content,
+        "served": served_text,
         "prefix": prefix,
         "chars": len(content),
         "limit": limit,
         "blocked": list(blocked),
         "withheld": withheld,
     }
+
+
+def block_split_instructions(parts: list[dict[str, Any]]) -> None:
+    """An instruction split across two injected files (the start at the end
+    of USER.md, the rest at the top of MEMORY.md) passes each file's scan but
+    reads as one to a model, which skips the heading and usage line between
+    them: scan each neighbouring pair's served text joined, and serve the
+    later part of a pair that fails together as [BLOCKED: <rule>]."""
+    files = [part for part in parts if part.get("file") and "served" in part and not part.get("withheld")]
+    for first, second in zip(files, files[1:], strict=False):
+        if second.get("withheld") or str(second["text"]).startswith("[BLOCKED"):
+            continue
+        finding = scanner.scan(first["served"].rstrip("\n") + "\n" + second["served"])
+        if finding is None:
+            continue
+        heading = HEADINGS[FileKind(second["file"])]
+        second["text"] = second.get("prefix", "") + f"{heading}\n[BLOCKED: {finding.rule}]"
+        second["blocked"] = [*second.get("blocked", []), finding.rule]
 
 
 def assemble(
@@ -234,6 +254,7 @@ def assemble(
     parts.append({"name": "Memory hint", "file": None, "version": None,
                   "text": prompt_hint([str(k) for k in on_demand], over_limit=over_limit)})
 
+    block_split_instructions(parts)
     snapshot = {
         "strategy": strategy,
         "files": {str(kind): (files[kind].version if kind in files else 0) for kind in ALL_FILES},

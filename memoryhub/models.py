@@ -87,6 +87,10 @@ class Workspace(models.Model):
     # New agents start here. `review` unless an admin (and a second one, for
     # a weaker default) says otherwise: nothing is served unseen by default.
     default_write_policy = models.CharField(max_length=8, default="review")
+    # What a memory write holding personal data (IBAN, payment card, national
+    # id: scanner.scan_pii) gets: stored (allow), stored with the finding shown
+    # to reviewers and recorded (flag), or refused like unsafe content.
+    pii_policy = models.CharField(max_length=8, default="flag")
 
     class Meta:
         ordering = ["slug"]
@@ -430,6 +434,9 @@ class Proposal(models.Model):
     revises = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions")
     # For a rollback proposal: the version whose content it restores.
     rollback_to = models.PositiveIntegerField(null=True, blank=True)
+    # Personal data the scanner found in the proposed content under the
+    # workspace's `flag` policy: [{"rule", "detail"}], shown to reviewers.
+    pii = models.JSONField(default=list, blank=True)
 
     objects = ProposalQuerySet.as_manager()
 

@@ -24,6 +24,7 @@ from memoryhub import errors
 from memoryhub.models import Agent, Backend, Change, ChangeKind, Strategy, Workspace, WritePolicy
 from memoryhub.services.access import is_system, require_admin
 from memoryhub.services.audit import record_event
+from memoryhub.services.limits import PII_POLICIES
 from memoryhub.tokens import ENCODING_NAMES
 
 # The context preview must stay readable and the scanner fast; a persona file
@@ -147,11 +148,16 @@ AGENT_SETTINGS: dict[str, Setting] = {
 AGENT_ALIASES = {"backend": "consolidation_backend"}
 POLICY_FIELDS = tuple(f for f in AGENT_SETTINGS if f not in ("name", "description"))
 
+def _pii_looser(old: Any, new: Any) -> bool:
+    return PII_POLICIES.index(new) < PII_POLICIES.index(old)
+
+
 WORKSPACE_SETTINGS: dict[str, Setting] = {
     s.field: s
     for s in (
         Setting("name", _text("The workspace name", NAME_MAX, required=True)),
         Setting("default_write_policy", _choice(WritePolicy.values, "The default write policy"), _to_direct),
+        Setting("pii_policy", _choice(PII_POLICIES, "The personal-data policy"), _pii_looser),
     )
 }
 

@@ -114,6 +114,28 @@ def usage_line(*, kind: str, chars: int, limit: int) -> str:
     return f"{kind} — {percent}% · {chars:,}/{limit:,} chars"
 
 
+PII_POLICIES = ("allow", "flag", "refuse")
+
+
+def check_pii(*, agent: Agent, content: str) -> list[dict[str, str]]:
+    """Personal data in a memory write, under the workspace's policy: refused
+    (422 unsafe_content naming the rule), or returned for the caller to
+    record (`flag`), or ignored (`allow`)."""
+    policy = agent.workspace.pii_policy
+    if policy == "allow" or not content:
+        return []
+    findings = scanner.scan_pii(content)
+    if not findings:
+        return []
+    if policy == "refuse":
+        first = findings[0]
+        raise errors.UnsafeContent(
+            f"Refused: this workspace does not keep personal data in memory ({first.rule}): {first.detail}",
+            rule=first.rule,
+        )
+    return [{"rule": f.rule, "detail": f.detail} for f in findings]
+
+
 def check_safe(content: str) -> None:
     finding = scanner.scan(content)
     if finding is not None:

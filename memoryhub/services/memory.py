@@ -21,7 +21,14 @@ from memoryhub import errors
 from memoryhub.models import Agent, MemoryFile, Proposal, ProposalStatus, Source, WritePolicy, limit_kind_of, scope_of
 from memoryhub.services.access import require_reviewer, user_or_none
 from memoryhub.services.audit import record_event
-from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target, validate_text
+from memoryhub.services.limits import (
+    check_limit,
+    check_pii,
+    check_safe,
+    validate_content,
+    validate_target,
+    validate_text,
+)
 
 REASON_MAX = 1000
 # What an agent's write did, in its proposal rationale and its audit event.
@@ -265,6 +272,7 @@ def _edit_locked(
             content = old
         warning = check_limit(agent=agent, kind=kind, content=content)
         check_safe(content)
+        pii = check_pii(agent=agent, content=content)
         if old == content:
             # A write that changes nothing would still cost a history row or
             # a reviewer's time on an empty diff.
@@ -283,6 +291,7 @@ def _edit_locked(
                 rationale=[{"kind": "edit", "summary": f"Agent {did}", "reason": reason, "evidence": []}],
                 author_agent=agent,
                 scanned=True,
+                pii=pii,
             )
             return WriteResult(applied=False, version=current, chars=len(content), warning=warning, proposal=proposal)
         file = apply_version(
@@ -304,7 +313,7 @@ def _edit_locked(
             summary=(f"{agent.slug} wrote {kind} v{file.version}" if operation == "write"
                      else f"{agent.slug} {did} (v{file.version})") + (" (now absent)" if not content else ""),
             details={"kind": kind, "version": file.version, "chars": len(content), "reason": reason,
-                     "operation": operation},
+                     "operation": operation, **({"pii": [f["rule"] for f in pii]} if pii else {})},
         )
     return WriteResult(applied=True, version=file.version, chars=len(content), warning=warning, file=file)
 

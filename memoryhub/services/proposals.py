@@ -25,7 +25,14 @@ from memoryhub.services.access import (
     user_or_none,
 )
 from memoryhub.services.audit import record_event
-from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target, validate_text
+from memoryhub.services.limits import (
+    check_limit,
+    check_pii,
+    check_safe,
+    validate_content,
+    validate_target,
+    validate_text,
+)
 from memoryhub.services.memory import apply_version, get_file, lock_file, make_diff, version_row
 
 COMMENT_MAX = 2000
@@ -50,11 +57,15 @@ def create_proposal(
     revises: Proposal | None = None,
     rollback_to: int | None = None,
     scanned: bool = False,
+    pii: list[dict[str, str]] | None = None,
 ) -> Proposal:
     """Insert a pending proposal (the caller validated it and holds the file
-    lock). `scanned` says the caller already ran the scanner on `content`."""
+    lock). `scanned` says the caller already ran the scanner on `content`,
+    `pii` what the workspace's personal-data policy found in it."""
     if not scanned:
         check_safe(content)
+    if pii is None:
+        pii = check_pii(agent=agent, content=content)
     proposal = Proposal.objects.create(
         agent=agent,
         user_ref=user_ref,
@@ -71,6 +82,7 @@ def create_proposal(
         author_agent=author_agent,
         revises=revises,
         rollback_to=rollback_to,
+        pii=pii,
     )
     if source == Source.CONSOLIDATION:
         # One live consolidation proposal per file: the newer run has seen
@@ -86,7 +98,8 @@ def create_proposal(
         user_ref=user_ref,
         target=proposal,
         summary=f"{source} proposed a change to {kind} (from v{base_version})",
-        details={"kind": kind, "base_version": base_version, "source": source, "reason": reason},
+        details={"kind": kind, "base_version": base_version, "source": source, "reason": reason,
+                 **({"pii": [f["rule"] for f in pii]} if pii else {})},
     )
     return proposal
 
@@ -324,6 +337,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> error
     # Rules may have tightened since the proposal was made.
     check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
     check_safe(proposal.proposed_content)
+    check_pii(agent=agent, content=proposal.proposed_content)
     undone: list[int] = []
     if file is not None and proposal.source == Source.ROLLBACK and proposal.rollback_to is not None:
         # Every version after the target is undone: open sessions that froze

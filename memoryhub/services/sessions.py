@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from memoryhub import context, errors
+from memoryhub import context, errors, scanner
 from memoryhub.models import Agent, AgentSession, LogEntry, LogRole
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import validate_content, validate_user_ref
@@ -85,7 +85,14 @@ def session_context(*, agent: Agent, session_id: Any, user_ref: str) -> dict[str
     return {**payload, "session": session.pk}
 
 
-def append_log(*, session: AgentSession, entries: Any) -> list[LogEntry]:
+class LogBatch(list[LogEntry]):
+    """The appended rows, and how many secrets were redacted from them."""
+
+    redacted: int = 0
+    redacted_rules: list[str]
+
+
+def append_log(*, session: AgentSession, entries: Any) -> LogBatch:
     """Append a batch to a session log. All or nothing; never an update."""
     if session.is_ended:
         raise errors.Invalid("This session has ended; start a new one to log more.", field="session")
@@ -98,6 +105,8 @@ def append_log(*, session: AgentSession, entries: Any) -> list[LogEntry]:
         )
     rows = []
     total = 0
+    redacted = 0
+    rules: set[str] = set()
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise errors.Invalid(f"Entry {index} must be an object with role and content.", field="entries")
@@ -120,10 +129,29 @@ def append_log(*, session: AgentSession, entries: Any) -> list[LogEntry]:
                 f"One request may carry at most {MAX_LOG_REQUEST_CHARS:,} characters of log; split the batch.",
                 limit=MAX_LOG_REQUEST_CHARS,
             )
+        # A secret pasted into a conversation must never reach the append-only
+        # log (nor consolidation and search, which read it): it is replaced by
+        # [REDACTED:<rule>] before the row exists.
+        redaction = scanner.redact_secrets(content)
+        if redaction.count:
+            redacted += redaction.count
+            rules.update(redaction.rules)
         rows.append(LogEntry(session=session, agent_id=session.agent_id, user_ref=session.user_ref, role=role,
-                             content=content))
+                             content=redaction.text))
     # LogEntry has no history tracking, so bulk_create is safe and one query.
-    return LogEntry.objects.bulk_create(rows)
+    batch = LogBatch(LogEntry.objects.bulk_create(rows))
+    batch.redacted, batch.redacted_rules = redacted, sorted(rules)
+    if redacted:
+        record_event(
+            action="log.redacted",
+            agent=session.agent,
+            actor_agent=session.agent,
+            user_ref=session.user_ref,
+            target=session,
+            summary=f"{redacted} secret(s) redacted from session #{session.pk}'s log before they were stored",
+            details={"count": redacted, "rules": batch.redacted_rules, "entries": [row.pk for row in batch]},
+        )
+    return batch
 
 
 def end_session(*, session: AgentSession) -> AgentSession:

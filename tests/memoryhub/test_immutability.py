@@ -81,7 +81,9 @@ def test_a_back_dated_insert_into_an_append_only_table_is_refused(rows, table, s
         cursor.execute(f"SELECT * FROM {table} LIMIT 1")
         columns = [c[0] for c in cursor.description]
     id_column = "history_id" if table == "memoryhub_historicalmemoryfile" else "id"
-    copied = ", ".join(c for c in columns if c not in (id_column, stamp))
+    # search_vector is a generated column on PostgreSQL: inserting into it is
+    # refused for its own reason, which would hide the one under test.
+    copied = ", ".join(c for c in columns if c not in (id_column, stamp, "search_vector"))
     assert refused(f"INSERT INTO {table} ({copied}, {stamp}) SELECT {copied}, '{LONG_AGO}' FROM {table} LIMIT 1",
                    "back-dated")
 

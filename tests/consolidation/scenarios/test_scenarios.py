@@ -37,7 +37,6 @@ from tests.factories import AgentFactory, staff
 from tests.openai_server import OpenAIServer
 
 HERE = Path(__file__).resolve().parent
-SCANNER_V2 = "needs scanner v2 (issue 10)"
 TARGET = 0.9
 
 
@@ -180,12 +179,6 @@ def check(scenario: dict[str, Any], outcome: Outcome) -> None:
             raise AssertionError(f"unknown run expectation {key}")
 
 
-def marks(scenario: dict[str, Any]) -> list[Any]:
-    if scenario.get("xfail"):
-        return [pytest.mark.xfail(strict=True, reason=SCANNER_V2)]
-    return []
-
-
 # --- the scripted model -------------------------------------------------------------------------
 
 
@@ -230,13 +223,13 @@ def llm_server(settings: Any, openai_server: OpenAIServer) -> OpenAIServer:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("scenario", [pytest.param(s, id=s["name"], marks=marks(s)) for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", [pytest.param(s, id=s["name"]) for s in SCENARIOS])
 def test_heuristic_scenario(scenario: dict[str, Any]) -> None:
     check(scenario, play(scenario))
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("scenario", [pytest.param(s, id=s["name"], marks=marks(s)) for s in LLM_SCENARIOS])
+@pytest.mark.parametrize("scenario", [pytest.param(s, id=s["name"]) for s in LLM_SCENARIOS])
 def test_scripted_llm_scenario(scenario: dict[str, Any], llm_server: OpenAIServer) -> None:
     check({**scenario, "expect": {**scenario.get("expect", {}), **scenario.get("llm_expect", {})}},
           play({**scenario, "expect": {**scenario.get("expect", {}), **scenario.get("llm_expect", {})}},
@@ -251,18 +244,17 @@ def totals(outcomes: list[Outcome]) -> tuple[float, float, int, int, int, int]:
     return found / expected, good / total, found, expected, good, total
 
 
-def report(label: str, outcomes: list[Outcome], skipped: list[str]) -> tuple[float, float]:
+def report(label: str, outcomes: list[Outcome]) -> tuple[float, float]:
     recall, precision, found, expected, good, total = totals(outcomes)
     print(f"\n{label}: {len(outcomes)} histories, recall {recall:.1%} ({found}/{expected} expected facts), "
-          f"precision {precision:.1%} ({good}/{total} entries)"
-          + (f"; not counted until scanner v2: {', '.join(skipped)}" if skipped else ""))
+          f"precision {precision:.1%} ({good}/{total} entries)")
     return recall, precision
 
 
 @pytest.mark.django_db
 def test_recall_and_precision_heuristic() -> None:
-    outcomes = [play(s) for s in SCENARIOS if not s.get("xfail")]
-    recall, precision = report("heuristic", outcomes, [s["name"] for s in SCENARIOS if s.get("xfail")])
+    outcomes = [play(s) for s in SCENARIOS]
+    recall, precision = report("heuristic", outcomes)
     assert recall >= TARGET and precision >= TARGET
 
 
@@ -270,11 +262,9 @@ def test_recall_and_precision_heuristic() -> None:
 def test_recall_and_precision_scripted_llm(llm_server: OpenAIServer) -> None:
     outcomes = []
     for scenario in LLM_SCENARIOS:
-        if scenario.get("xfail"):
-            continue
         merged = {**scenario, "expect": {**scenario.get("expect", {}), **scenario.get("llm_expect", {})}}
         outcomes.append(play(merged, backend="llm", server=llm_server))
-    recall, precision = report("scripted llm", outcomes, [s["name"] for s in LLM_SCENARIOS if s.get("xfail")])
+    recall, precision = report("scripted llm", outcomes)
     assert recall >= TARGET and precision >= TARGET
 
 

@@ -1,0 +1,142 @@
+"""Benchmark: what does scanning 5,000 characters of memory text cost?
+
+Builds realistic memory text from the demo data (persona files, tool
+notes, users' memory files and session logs of memoryhub/demo.py), cuts
+5,000-character samples from it, and times:
+
+  1. scan_all() on text it has never seen (every iteration a different
+     sample, so no cache of the scanner helps), the target being a median
+     under 2 ms;
+  2. scan_all() on text it has seen (the per-process LRU, keyed by digest);
+  3. scan_pii() and redact_secrets() on unseen text, for the log path;
+  4. detect-secrets' own pipeline (scan_line over every line, default
+     plugins) on the same text, which is why the scanner uses its plugin
+     patterns directly.
+
+It prints median and p99 for each, and the uncached/cached ratio. A
+benchmark, not a test: it asserts nothing. The machine is shared, so the
+load average is printed too; figures taken under load run high.
+
+    .venv/bin/python bench/scanner.py [--iterations N] [--chars N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+
+
+def corpus_text(kind: str = "memory") -> str:
+    """The demo's memory files (persona, tool notes, USER.md, MEMORY.md), or
+    its session logs as "role: content" lines."""
+    import django
+
+    django.setup()
+    from memoryhub import demo
+
+    parts: list[str] = []
+    for agent in demo.AGENTS:
+        if kind == "memory":
+            parts += [agent.soul, agent.about, agent.tools_md]
+        for user in agent.users:
+            if kind == "memory":
+                parts += [*user.user_md, *user.memory_md]
+            else:
+                for session in user.sessions:
+                    parts.append("\n".join(f"{role}: {content}" for role, content in session.entries) + "\n")
+    return "\n".join(parts)
+
+
+def samples(text: str, chars: int, count: int) -> list[str]:
+    """`count` different texts of `chars` characters: windows of the corpus
+    at different offsets, each with its own line number so none repeats."""
+    doubled = text * (chars // len(text) + 2)
+    step = max(1, (len(doubled) - chars) // count)
+    out = []
+    for index in range(count):
+        window = doubled[(index * step) % (len(doubled) - chars) :][:chars]
+        out.append(window[: chars - 14] + f"\n- note {index:06d}")
+    return out
+
+
+Timings = tuple[list[float], list[float]]
+
+
+def timed(function: Callable[[str], object], texts: list[str]) -> Timings:
+    """Wall time and this process's CPU time per call. On a shared machine
+    the wall time includes waiting for a core; the CPU time is what the
+    scanner itself costs."""
+    wall, cpu = [], []
+    for text in texts:
+        started, started_cpu = time.perf_counter(), time.process_time()
+        function(text)
+        cpu.append(time.process_time() - started_cpu)
+        wall.append(time.perf_counter() - started)
+    return wall, cpu
+
+
+def _median_p99(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered) * 1000, ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+
+
+def report(label: str, timings: Timings) -> tuple[float, float]:
+    """Prints both clocks; returns the CPU median and p99."""
+    wall_median, wall_p99 = _median_p99(timings[0])
+    cpu_median, cpu_p99 = _median_p99(timings[1])
+    print(
+        f"  {label:42} cpu median {cpu_median:8.3f} ms  p99 {cpu_p99:8.3f} ms"
+        f"   | wall median {wall_median:8.3f} ms  p99 {wall_p99:8.3f} ms"
+    )
+    return cpu_median, cpu_p99
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=1000)
+    parser.add_argument("--chars", type=int, default=5000)
+    args = parser.parse_args()
+
+    from memoryhub import scanner
+
+    text = corpus_text("memory")
+    logs = corpus_text("logs")
+    unseen = samples(text, args.chars, args.iterations)
+    timed(scanner.scan_all, samples(text[::-1], args.chars, 50))
+
+    print(f"scanner rules {scanner.RULES_VERSION}, {len(scanner.RULES)} rules, {args.chars:,}-character samples")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"{args.iterations} unseen samples of memory files (persona, tool notes, USER.md, MEMORY.md):")
+    uncached, _ = report("scan_all, uncached", timed(scanner.scan_all, unseen))
+    seen = unseen[: min(200, len(unseen))]
+    cached, _ = report("scan_all, cached (same text again)", timed(scanner.scan_all, seen))
+    report("scan_pii, uncached", timed(scanner.scan_pii, samples(text, args.chars, args.iterations // 2)))
+    print(f"  uncached / cached ratio: {uncached / cached:,.0f}x")
+    print(f"{args.iterations // 2} unseen samples of session logs:")
+    log_samples = samples(logs, args.chars, args.iterations // 2)
+    report("scan_all, uncached", timed(scanner.scan_all, log_samples))
+    report("redact_secrets", timed(scanner.redact_secrets, samples(logs[::-1], args.chars, args.iterations // 2)))
+
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    with default_settings():
+        few = unseen[:20]
+        report(
+            "detect-secrets pipeline (scan_line, defaults)",
+            timed(lambda sample: [list(scan_line(line)) for line in sample.splitlines()], few),
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
