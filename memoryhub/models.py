@@ -617,10 +617,14 @@ class Change(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The names as they were at the time: renaming a user later must not
+    # rewrite who asked for or decided a governance change.
+    requested_by_username = models.CharField(max_length=150, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    decided_by_username = models.CharField(max_length=150, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True, default="")
     result = models.JSONField(default=dict, blank=True)
@@ -637,6 +641,17 @@ class Change(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == ChangeStatus.PENDING
+
+    @property
+    def requester_name(self) -> str:
+        """Who asked, as their username was at the time ("system" for tasks and the shell)."""
+        return self.requested_by_username or "system"
+
+    @property
+    def decider_name(self) -> str | None:
+        if not self.decided_at:
+            return None
+        return self.decided_by_username or "system"
 
 
 class IdempotencyRecord(models.Model):

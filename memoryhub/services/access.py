@@ -49,6 +49,12 @@ def user_or_none(actor: Any) -> Any:
     return actor if getattr(actor, "is_authenticated", False) else None
 
 
+def username_of(actor: Any) -> str:
+    """The name to keep on a row: a later rename must not rewrite it ("" for SYSTEM)."""
+    user = user_or_none(actor)
+    return user.get_username() if user is not None else ""
+
+
 def role_in(*, user: Any, workspace: Workspace | int) -> str | None:
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return None

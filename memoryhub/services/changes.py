@@ -23,6 +23,7 @@ from memoryhub.services.access import (
     require_four_eyes,
     require_role,
     user_or_none,
+    username_of,
     workspace_ids_for,
 )
 from memoryhub.services.audit import record_event
@@ -70,6 +71,7 @@ def request_change(
     change = Change.objects.create(
         workspace=workspace, agent=agent, kind=kind, file_kind=file_kind, user_ref=user_ref, payload=payload,
         summary=summary[:500], reason=reason, requested_by=user_or_none(actor),
+        requested_by_username=username_of(actor),
     )
     record_event(
         action="change.request",
@@ -138,11 +140,12 @@ def _lock(change_id: Any) -> Change:
 def _decide(change: Change, *, status: str, actor: Any, comment: str, result: dict[str, Any] | None = None) -> None:
     change.status = status
     change.decided_by = user_or_none(actor)
+    change.decided_by_username = username_of(actor)
     change.decided_at = timezone.now()
     change.decision_comment = comment
     change.result = result or {}
-    change.save(update_fields=["status", "decided_by", "decided_at", "decision_comment", "result", "payload",
-                               "user_ref"])
+    change.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment",
+                               "result", "payload", "user_ref"])
 
 
 def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:

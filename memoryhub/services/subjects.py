@@ -285,9 +285,9 @@ def change_row(c: Change) -> dict[str, Any]:
         "status": c.status,
         "summary": c.summary,
         "reason": c.reason,
-        "requested_by": _username(c.requested_by),
+        "requested_by": c.requester_name,
         "created_at": c.created_at,
-        "decided_by": _username(c.decided_by),
+        "decided_by": c.decider_name,
         "decided_at": c.decided_at,
     }
 

@@ -277,3 +277,28 @@ def test_renaming_a_user_does_not_rewrite_history_audit_or_decisions():
     assert (detail["author"], detail["decided_by"]) == ("user:alice", "bob")
     for text in (history, audit, page, str(versions), str(detail)):
         assert "mallory" not in text and "trudy" not in text
+
+
+def test_renaming_a_user_does_not_rewrite_who_asked_for_or_decided_a_governance_change():
+    from django.test import Client
+
+    agent = AgentFactory(write_policy="review")
+    asker = staff(agent.workspace, Role.ADMIN, username="alice")
+    decider = staff(agent.workspace, Role.ADMIN, username="bob")
+    update = services.update_agent(agent=agent, settings={"write_policy": "direct"}, actor=asker, reason="pilot")
+    services.approve_change(change_id=update.change.pk, actor=decider)
+    for user, new_name in ((asker, "mallory"), (decider, "trudy")):
+        user.username = new_name
+        user.save()
+
+    viewer = staff(agent.workspace, Role.ADMIN, username="carol")
+    client = Client()
+    client.force_login(viewer)
+    page = client.get("/changes/?status=approved").content.decode()
+    listed = staff_client(viewer).get("/api/v1/changes?status=approved").json()
+    row = next(c for c in listed if c["id"] == update.change.pk)
+
+    assert (row["requested_by"], row["decided_by"]) == ("alice", "bob")
+    assert "alice" in page and "bob" in page
+    for text in (page, str(listed)):
+        assert "mallory" not in text and "trudy" not in text
