@@ -99,9 +99,12 @@ def load(*, entries: int, pairs: int, seed: int) -> None:
     weights = list(itertools.accumulate(1 / (rank + 1) ** 1.05 for rank in range(len(vocabulary))))
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        # Append-only tables refuse DELETE/TRUNCATE through triggers; a bench
-        # database is disposable, so lift them for this session only.
+        # Append-only tables refuse DELETE/TRUNCATE and back-dated rows through
+        # triggers; a bench database is disposable, so lift them for this load's
+        # transaction only (a year of history has to be dated in the past).
         cursor.execute("SET LOCAL session_replication_role = replica")
+        # Loading a million rows is one long COPY: no per-statement timeout here.
+        cursor.execute("SET LOCAL statement_timeout = 0")
         cursor.execute(
             "TRUNCATE memoryhub_logentry, memoryhub_agentsession RESTART IDENTITY CASCADE"
         )
@@ -110,7 +113,6 @@ def load(*, entries: int, pairs: int, seed: int) -> None:
             "JOIN memoryhub_workspace w ON w.id = a.workspace_id WHERE w.slug = %s)",
             [WORKSPACE],
         )
-        cursor.execute("SET LOCAL session_replication_role = origin")
         workspace, _ = Workspace.objects.get_or_create(slug=WORKSPACE, defaults={"name": "Search bench"})
         existing = {a.slug: a for a in Agent.objects.filter(workspace=workspace)}
         agents = [
@@ -124,8 +126,9 @@ def load(*, entries: int, pairs: int, seed: int) -> None:
         cursor.execute(
             """
             INSERT INTO memoryhub_agentsession
-                (agent_id, user_ref, external_id, started_at, ended_at, snapshot, context)
-            SELECT a.id, 'user-' || u, '', %s - (s * interval '36 days'), %s - (s * interval '36 days'), '{}', '{}'
+                (agent_id, user_ref, external_id, started_at, ended_at, snapshot, context, parts)
+            SELECT a.id, 'user-' || u, '', %s - (s * interval '36 days'), %s - (s * interval '36 days'),
+                   '{}', '{}', '[]'
             FROM unnest(%s::bigint[]) AS a(id), generate_series(0, %s - 1) AS u, generate_series(0, %s - 1) AS s
             ORDER BY a.id, u, s
             """,
@@ -143,14 +146,15 @@ def load(*, entries: int, pairs: int, seed: int) -> None:
 
         # The files a search also ranks: each agent's three, each pair's two.
         with cursor.cursor.copy(  # type: ignore[attr-defined]
-            "COPY memoryhub_memoryfile (agent_id, user_ref, kind, content, version, updated_at) FROM STDIN"
+            "COPY memoryhub_memoryfile (agent_id, user_ref, kind, content, version, updated_at, revoked_versions,"
+            " withheld_reason) FROM STDIN"
         ) as copy:
             for agent in agents:
                 for kind in ("SOUL.md", "ABOUT.md", "TOOLS.md"):
-                    copy.write_row((agent.pk, "", kind, lines(15), 1, now))
+                    copy.write_row((agent.pk, "", kind, lines(15), 1, now, "[]", ""))
                 for user in range(users_count):
-                    copy.write_row((agent.pk, f"user-{user}", "USER.md", lines(12), 1, now))
-                    copy.write_row((agent.pk, f"user-{user}", "MEMORY.md", lines(40), 1, now))
+                    copy.write_row((agent.pk, f"user-{user}", "USER.md", lines(12), 1, now, "[]", ""))
+                    copy.write_row((agent.pk, f"user-{user}", "MEMORY.md", lines(40), 1, now, "[]", ""))
         roles = ["user", "assistant", "note", "tool"]
         copied = 0
         with cursor.cursor.copy(  # type: ignore[attr-defined]
@@ -174,6 +178,7 @@ def load(*, entries: int, pairs: int, seed: int) -> None:
     print(f"  building indexes ({time.perf_counter() - started:.0f} s)", flush=True)
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '512MB'")
+        cursor.execute("SET statement_timeout = 0")
         cursor.execute("CREATE INDEX logentry_pair_id ON memoryhub_logentry (agent_id, user_ref, id)")
         cursor.execute("CREATE INDEX memoryhub_logentry_fts ON memoryhub_logentry USING GIN (search_vector)")
         cursor.execute("RESET maintenance_work_mem")
