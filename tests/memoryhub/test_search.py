@@ -33,6 +33,14 @@ def log(agent, user_ref, *contents):
     return session
 
 
+def stored_before_redaction(agent, user_ref, content):
+    """A log entry as rows stored before log appends redacted secrets (or
+    before a newer rule) look: the secret is in the row, and search must still
+    never serve it."""
+    session = services.start_session(agent=agent, user_ref=user_ref)
+    return LogEntry.objects.create(session=session, agent=agent, user_ref=user_ref, role="note", content=content)
+
+
 def snippets(hits):
     return [hit.snippet for hit in hits]
 
@@ -398,7 +406,7 @@ def test_it_refuses_an_invalid_user(agent):
 
 
 def test_it_blocks_a_secret_pasted_into_a_log(agent):
-    log(agent, "u1", f"Deploy with access key {FAKE_AWS_KEY} please.")
+    stored_before_redaction(agent, "u1", f"Deploy with access key {FAKE_AWS_KEY} please.")
 
     for query in ("deploy", FAKE_AWS_KEY):
         [hit] = search.search(agent=agent, user_ref="u1", query=query)
@@ -407,7 +415,7 @@ def test_it_blocks_a_secret_pasted_into_a_log(agent):
 
 
 def test_it_serves_the_clean_part_of_an_entry_beside_a_secret(agent):
-    log(agent, "u1", f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n")
+    stored_before_redaction(agent, "u1", f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n")
 
     [hit] = search.search(agent=agent, user_ref="u1", query="billing")
 
@@ -419,7 +427,7 @@ def test_it_serves_the_clean_part_of_an_entry_beside_a_secret(agent):
 def test_it_blocks_a_secret_the_highlight_would_split(agent):
     # Both tokenizers split "ghp_…" at the underscore, so a search for "ghp"
     # highlights "**ghp**_…", which no longer looks like a GitHub token.
-    log(agent, "u1", f"token {FAKE_GITHUB_TOKEN}")
+    stored_before_redaction(agent, "u1", f"token {FAKE_GITHUB_TOKEN}")
 
     [hit] = search.search(agent=agent, user_ref="u1", query="ghp")
 
@@ -438,8 +446,17 @@ def test_it_keeps_the_scanners_verdict_on_a_text_it_saw(agent):
     assert search._served.serve(huge) is not search._served.serve(huge)
 
 
-def test_it_blocks_a_secret_in_every_search_not_just_the_first(agent):
+def test_a_secret_appended_today_is_never_stored_so_search_finds_only_its_redaction(agent):
     log(agent, "u1", f"Deploy with access key {FAKE_AWS_KEY} please.")
+
+    [hit] = search.search(agent=agent, user_ref="u1", query="deploy")
+
+    assert "[REDACTED:secret_api_key]" in hit.snippet
+    assert search.search(agent=agent, user_ref="u1", query=FAKE_AWS_KEY) == []
+
+
+def test_it_blocks_a_secret_in_every_search_not_just_the_first(agent):
+    stored_before_redaction(agent, "u1", f"Deploy with access key {FAKE_AWS_KEY} please.")
 
     for _ in range(3):
         [hit] = search.search(agent=agent, user_ref="u1", query="deploy")
@@ -588,7 +605,7 @@ def test_it_reads_a_log_hit_whole(agent):
 
 
 def test_it_reads_an_entry_through_the_scanner(agent):
-    log(agent, "u1", f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n")
+    stored_before_redaction(agent, "u1", f"- rotate the billing credentials\n- old key was {FAKE_AWS_KEY}\n")
     [hit] = search.search(agent=agent, user_ref="u1", query="billing")
 
     entry = search.read_entry(agent=agent, user_ref="u1", entry_id=hit.entry)
