@@ -123,6 +123,14 @@ from memoryhub.services.staff import (
     set_password,
     set_role,
 )
+from memoryhub.services.erasure import (
+    ERASE_ROLES,
+    erasure_records,
+    pending_erasures,
+    request_erasure,
+    subject_hash,
+)
+from memoryhub.services.retention import redact_expired_logs, retention_status
 from memoryhub.services.subjects import (
     EXPORT_ROLES,
     Subject,
@@ -164,3 +172,5 @@ __all__ = [
 ]
 __all__ += ["AGENT_FORMAT", "AGENT_FORMAT_VERSION", "export_agent", "import_agent"]
 __all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]
+__all__ += ["ERASE_ROLES", "erasure_records", "pending_erasures", "request_erasure", "subject_hash",
+            "redact_expired_logs", "retention_status"]
