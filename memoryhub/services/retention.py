@@ -71,8 +71,9 @@ class RetentionBatch:
     remaining: int
 
 
-def redact_expired_logs(*, workspace_id: int, batch: int = RETENTION_BATCH) -> RetentionBatch | None:
+def redact_expired_logs(*, workspace_id: int, batch: int | None = None) -> RetentionBatch | None:
     """One bounded batch for one workspace; `remaining` > 0 means call again."""
+    batch = batch or RETENTION_BATCH
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
         return None
