@@ -64,6 +64,13 @@ from memoryhub.services.credentials import (
     user_for_token,
 )
 from memoryhub.services.entries import ENTRY_MAX, add_entry, remove_entry, replace_entry
+from memoryhub.services.erasure import (
+    ERASE_ROLES,
+    erasure_records,
+    pending_erasures,
+    request_erasure,
+    subject_hash,
+)
 from memoryhub.services.limits import (
     SOFT_LIMIT_CEILING,
     check_limit,
@@ -105,6 +112,7 @@ from memoryhub.services.proposals import (
     revise_proposal,
     withdraw_proposal,
 )
+from memoryhub.services.retention import redact_expired_logs, retention_status
 from memoryhub.services.sessions import (
     MAX_LOG_BATCH,
     MAX_LOG_ENTRY_CHARS,
@@ -123,14 +131,6 @@ from memoryhub.services.staff import (
     set_password,
     set_role,
 )
-from memoryhub.services.erasure import (
-    ERASE_ROLES,
-    erasure_records,
-    pending_erasures,
-    request_erasure,
-    subject_hash,
-)
-from memoryhub.services.retention import redact_expired_logs, retention_status
 from memoryhub.services.subjects import (
     EXPORT_ROLES,
     Subject,

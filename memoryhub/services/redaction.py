@@ -113,7 +113,8 @@ def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str
                 new = json.dumps(_redacted_rationale(json.loads(rationale or "[]"), text))
                 cursor.execute(
                     f"UPDATE {table} SET base_content = {keep_empty.format(c='base_content')}, "
-                    f"proposed_content = {keep_empty.format(c='proposed_content')}, diff = {keep_empty.format(c='diff')}, "
+                    f"proposed_content = {keep_empty.format(c='proposed_content')}, "
+                    f"diff = {keep_empty.format(c='diff')}, "
                     f"rationale = %s, pii = '[]', user_ref = {user}, {stamps} WHERE id = %s",
                     [text, text, text, new, pseudonym, now, by, pk])
             return len(ids)

@@ -11,7 +11,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from memoryhub import db_roles, immutability, services
-from memoryhub.models import AuditEvent, LogEntry, MemoryFile, Proposal, Role, Source
+from memoryhub.models import AuditEvent, LogEntry, MemoryFile, Role, Source
 from memoryhub.services import redaction
 from tests.conftest import needs_postgres
 from tests.factories import AgentFactory, staff
