@@ -152,7 +152,7 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
     sessions = subject.sessions()
     counts["sessions"] = sessions.count()
     counts["sessions_ended"] = sessions.filter(ended_at__isnull=True).update(ended_at=now)
-    sessions.update(user_ref=alias, context={}, parts=[])
+    sessions.update(user_ref=alias, external_id="", context={}, parts=[])
 
     counts["runs"] = redaction.redact(what="run", ids=subject.runs().values_list("id", flat=True), by=by,
                                       pseudonym=alias, at=now)
