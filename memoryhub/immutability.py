@@ -1,9 +1,9 @@
 """What the database itself refuses, whatever the client.
 
-An auditor must not have to trust the ORM. Triggers guard five tables:
+An auditor must not have to trust the ORM. Triggers guard seven tables:
 
-- history rows (`memoryhub_historicalmemoryfile`), log entries and audit
-  events are append-only: no UPDATE, no DELETE, no TRUNCATE, and no INSERT
+- history rows (`memoryhub_historicalmemoryfile`), log entries, audit
+  events and erasure records are append-only: no UPDATE, no DELETE, no TRUNCATE, and no INSERT
   back-dated by more than CLOCK_SKEW;
 - a proposal may change while it is open (pending or stale) — its status,
   its decision — but never its content or who made it; once decided it is
@@ -70,10 +70,11 @@ AUDIT = "memoryhub_auditevent"
 PROPOSAL = "memoryhub_proposal"
 RUN = "consolidation_consolidationrun"
 SERVED = "memoryhub_memoryfile"
+ERASURES = "memoryhub_erasurerecord"
 
-APPEND_ONLY_TABLES = (HISTORY, LOG, AUDIT)
+APPEND_ONLY_TABLES = (HISTORY, LOG, AUDIT, ERASURES)
 # Each append-only table's own timestamp, checked against back-dating.
-_STAMP = {HISTORY: "history_date", LOG: "created_at", AUDIT: "created_at"}
+_STAMP = {HISTORY: "history_date", LOG: "created_at", AUDIT: "created_at", ERASURES: "created_at"}
 GUARDED_TABLES = (*APPEND_ONLY_TABLES, PROPOSAL, RUN, SERVED)
 
 OPEN_PROPOSAL = ("pending", "stale")
@@ -155,8 +156,11 @@ def _pg_column_ok(column: str, rule: str) -> str:
 
 
 def _pg_redaction_allowed(table: str) -> str:
-    """An IF that lets exactly a redaction UPDATE through."""
-    columns = REDACTABLE[table]
+    """An IF that lets exactly a redaction UPDATE through (none for a table
+    that has nothing to redact)."""
+    columns = REDACTABLE.get(table)
+    if not columns:
+        return ""
     # A stored generated column (search_vector, migration 0004) is not yet
     # computed in NEW of a BEFORE trigger; it follows `content` anyway.
     names = ", ".join(f"'{c}'" for c in [*columns, "search_vector"])
@@ -510,7 +514,7 @@ def _sqlite_redaction(table: str, columns: list[str]) -> str:
 def _sqlite_install(table: str, columns: list[str] | None = None) -> list[str]:
     statements = []
     for suffix, when, condition, message in _sqlite_rules(table):
-        if when == "BEFORE UPDATE" and columns:
+        if when == "BEFORE UPDATE" and columns and table in REDACTABLE:
             allowed = _sqlite_redaction(table, columns)
             condition = f"NOT ({allowed})" + (f" AND ({condition})" if condition else "")
         statements.append(f"DROP TRIGGER IF EXISTS {table}_{suffix};")

@@ -691,7 +691,8 @@ class ErasureRecord(models.Model):
     them: `subject_hash` is an HMAC of the workspace and the user reference
     under a key derived from SECRET_KEY (services.erasure.subject_hash), so
     whoever holds the key can answer "was X erased?" and nobody can read X
-    back from the record. Rows are never changed."""
+    back from the record. Append-only in the database, like the audit log
+    (memoryhub.immutability)."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="erasures")
     change = models.OneToOneField(Change, on_delete=models.PROTECT, related_name="erasure")

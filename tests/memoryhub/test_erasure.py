@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
 from consolidation import services as consolidation
@@ -262,3 +262,12 @@ def test_the_marker_is_found_nowhere_after_an_erasure(world, scratch_queue):
     if connection.vendor == "sqlite":
         left = _db_bytes().lower().count(marker.lower().encode())
         assert left == 0, f"the marker is still {left} times in the database file or its WAL"
+
+
+def test_the_erasure_record_is_append_only(world):
+    _traces(world["agent"], "alice", "MARKALICE")
+    record = ErasureRecord.objects.get(change=_erase(world, "alice"))
+    for sql in (f"UPDATE memoryhub_erasurerecord SET counts = '{{}}' WHERE id = {record.pk}",
+                f"DELETE FROM memoryhub_erasurerecord WHERE id = {record.pk}"):
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql)
