@@ -80,8 +80,7 @@ def test_an_empty_setting_keeps_logs_forever():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_daily_task_fans_out_per_workspace_and_requeues_until_done(settings, monkeypatch):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def test_the_daily_task_fans_out_per_workspace_and_requeues_until_done(monkeypatch):
     from memoryhub.celery import app
 
     monkeypatch.setattr(app.conf, "task_always_eager", True)
