@@ -271,3 +271,31 @@ def test_the_erasure_record_is_append_only(world):
                 f"DELETE FROM memoryhub_erasurerecord WHERE id = {record.pk}"):
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql)
+
+
+def test_cached_contexts_and_replayable_answers_of_the_user_are_dropped(world, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from memoryhub import context
+    from memoryhub.models import IdempotencyRecord
+
+    agent = world["agent"]
+    _traces(agent, "alice", "MARKALICE")
+    context.cached_context(agent=agent, user_ref="alice")
+    key = context.cache_key(agent=agent, user_ref="alice", files=context.load_rows(agent=agent, user_ref="alice"))
+    assert "alice" in json.dumps(cache.get(key))  # the cached context names its user
+    IdempotencyRecord.objects.create(principal=f"agent:{agent.pk}", key="k1", request_hash="h", status_code=201,
+                                     body={"user": "alice", "context": "MARKALICE"},
+                                     expires_at=timezone.now() + timedelta(hours=1))
+    IdempotencyRecord.objects.create(principal=f"agent:{agent.pk}", key="k2", request_hash="h", status_code=201,
+                                     body={"user": "bob"}, expires_at=timezone.now() + timedelta(hours=1))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        change = _erase(world, "alice")
+
+    assert cache.get(key) is None
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["k2"]
+    assert change.result["counts"]["cached_answers"] == 1

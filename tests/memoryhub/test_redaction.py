@@ -206,3 +206,15 @@ def test_the_app_role_redacts_only_through_the_function(rows):
     with transaction.atomic():
         assert redaction.redact(what="log", ids=[rows["log"]], by="change #7") == 1
     assert LogEntry.objects.get(pk=rows["log"]).content.endswith("by change #7]")
+
+
+def test_the_flag_is_down_again_when_redact_returns(rows):
+    with transaction.atomic():
+        redaction.redact(what="log", ids=[rows["log"]], by="retention")
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(f"SELECT coalesce(current_setting('{immutability.PG_REDACTING}', true), '')")
+                assert cursor.fetchone()[0] != "on"
+            else:
+                cursor.execute(f"SELECT count(*) FROM {immutability.SQLITE_FLAG_TABLE}")
+                assert cursor.fetchone() == (0,)
