@@ -697,6 +697,8 @@ class ErasureRecord(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="erasures")
     change = models.OneToOneField(Change, on_delete=models.PROTECT, related_name="erasure")
     subject_hash = models.CharField(max_length=64, db_index=True)
+    # What the erased rows carry instead of the user reference.
+    pseudonym = models.CharField(max_length=64)
     counts = models.JSONField(default=dict, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

@@ -84,6 +84,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('subject_hash', models.CharField(db_index=True, max_length=64)),
+                ('pseudonym', models.CharField(max_length=64)),
                 ('counts', models.JSONField(blank=True, default=dict)),
                 ('requested_by_username', models.CharField(blank=True, default='', max_length=150)),
                 ('approved_by_username', models.CharField(blank=True, default='', max_length=150)),

@@ -232,9 +232,10 @@ def _current_matches(change: Change, obj: Any, specs: dict[str, Any]) -> tuple[d
 
 
 def _event_user_ref(change: Change) -> str:
-    """An erasure's events name its subject by pseudonym, never in clear."""
+    """An erasure's events never name its subject (the hash is in the
+    change's payload; an approved erasure's change carries the pseudonym)."""
     if change.kind == ChangeKind.ERASURE:
-        return f"erased:{str(change.payload.get('subject_hash', ''))[:32]}"
+        return change.user_ref if change.user_ref.startswith("erased:") else ""
     return change.user_ref
 
 

@@ -23,7 +23,8 @@ every trace of end user U across every agent of the workspace is erased:
 The subject is named nowhere in clear afterwards: the erasure record, the
 change and the audit events carry `subject_hash`, an HMAC-SHA256 of the
 workspace id and the reference under a key derived from SECRET_KEY, and the
-rows carry the pseudonym `erased:<first 32 hex digits>`. Whoever holds the
+rows carry a pseudonym, `erased:` + 32 hex digits of a hash of the subject
+hash and the change id (one per erasure, named in the erasure record). Whoever holds the
 key can still answer "did you erase X?"; nobody can read X back.
 
 Who: admins of the workspace, request and approval by two different people.
@@ -72,8 +73,11 @@ def subject_hash(*, workspace: Workspace, user_ref: str) -> str:
     return hmac.new(_key(), f"{workspace.pk}:{user_ref}".encode(), hashlib.sha256).hexdigest()
 
 
-def pseudonym(digest: str) -> str:
-    return f"erased:{digest[:32]}"
+def pseudonym(digest: str, change_id: int) -> str:
+    """What the rows of one erasure carry instead of the reference: one per
+    erasure, so a user who comes back and is erased again gets another
+    (the served files' (agent, user, kind) stays unique)."""
+    return f"erased:{hashlib.sha256(f'{digest}:{change_id}'.encode()).hexdigest()[:32]}"
 
 
 def request_erasure(*, actor: Any, user_ref: Any, reason: Any, workspace: Workspace | str | None = None) -> Change:
@@ -94,10 +98,10 @@ def request_erasure(*, actor: Any, user_ref: Any, reason: Any, workspace: Worksp
             raise errors.Invalid(f"An erasure of this user is already waiting for a decision (change "
                                  f"#{existing.pk}).", change=existing.pk)
         # The change must name U until it is decided (it is what gets
-        # erased); its audit event names only the hash.
+        # erased); its audit event names only the hash (in its payload).
         return request_change(
             workspace=subject.workspace, kind=ChangeKind.ERASURE, actor=actor, user_ref=subject.user_ref,
-            event_user_ref=pseudonym(digest), payload={"subject_hash": digest}, reason=reason,
+            event_user_ref="", payload={"subject_hash": digest}, reason=reason,
             summary=f"Erase every trace of a user of {subject.workspace.slug} (subject {digest[:12]})",
         )
 
@@ -113,7 +117,7 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
     subject: Subject = subject_in(workspace=workspace, user_ref=change.user_ref)
     user_ref = subject.user_ref
     digest = subject_hash(workspace=workspace, user_ref=user_ref)
-    alias = pseudonym(digest)
+    alias = pseudonym(digest, change.pk)
     by = f"change #{change.pk}"
     now = timezone.now()
     counts: dict[str, int] = {}
@@ -185,7 +189,8 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
     requester = change.requested_by
     approver = user_or_none(actor)
     ErasureRecord.objects.create(
-        workspace=workspace, change=change, subject_hash=digest, counts=counts, requested_by=requester,
+        workspace=workspace, change=change, subject_hash=digest, pseudonym=alias, counts=counts,
+        requested_by=requester,
         approved_by=approver, requested_by_username=requester.get_username() if requester else "",
         approved_by_username=approver.get_username() if approver else "", requested_at=change.created_at,
     )

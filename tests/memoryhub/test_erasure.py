@@ -299,3 +299,17 @@ def test_cached_contexts_and_replayable_answers_of_the_user_are_dropped(world, d
     assert cache.get(key) is None
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["k2"]
     assert change.result["counts"]["cached_answers"] == 1
+
+
+def test_a_user_who_comes_back_can_be_erased_again(world):
+    _traces(world["agent"], "alice", "MARKALICE")
+    first = _erase(world, "alice")
+    services.write_memory(agent=world["agent"], kind="USER.md", user_ref="alice", content="- MARKAGAIN")
+    second = _erase(world, "alice", reason="Asked again")
+    assert second.result["erased"]["versions"] == 2  # the new one and the empty one the erasure wrote
+    records = ErasureRecord.objects.order_by("id")
+    assert [r.change_id for r in records] == [first.pk, second.pk]
+    assert records[0].subject_hash == records[1].subject_hash
+    assert records[0].pseudonym != records[1].pseudonym == second.user_ref
+    assert not MemoryFile.objects.filter(user_ref="alice").exists()
+    assert "MARKAGAIN" not in json.dumps(list(MemoryFile.history.values_list("content", flat=True)))
