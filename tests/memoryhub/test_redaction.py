@@ -218,3 +218,13 @@ def test_the_flag_is_down_again_when_redact_returns(rows):
             else:
                 cursor.execute(f"SELECT count(*) FROM {immutability.SQLITE_FLAG_TABLE}")
                 assert cursor.fetchone() == (0,)
+
+
+def test_deleted_text_is_zeroed_on_sqlite_and_redaction_runs_as_the_owner_on_postgresql():
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA secure_delete")
+            assert cursor.fetchone() == (1,)
+        else:
+            cursor.execute("SELECT prosecdef FROM pg_proc WHERE proname = %s", [immutability.REDACT_FUNCTION])
+            assert cursor.fetchone() == (True,)
