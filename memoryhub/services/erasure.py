@@ -133,13 +133,16 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
                           source=Source.ADMIN, reason=f"Erased ({by})", actor_user=actor)
             emptied += 1
     counts["files"] = len(files)
+    counts["files_emptied"] = emptied
     counts["versions"] = redaction.redact(what="history", ids=subject.versions().values_list("history_id", flat=True),
                                           by=by, pseudonym=alias, at=now)
     redaction.redact(what="served", ids=[f.pk for f in files], by=by, pseudonym=alias, at=now)
 
     # Proposals: open ones are withdrawn before their text goes.
     proposals = subject.proposals()
+    counts["proposals_withdrawn"] = 0
     for proposal in proposals.filter(status__in=OPEN_STATUSES):
+        counts["proposals_withdrawn"] += 1
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = user_or_none(actor)
         proposal.decided_by_username = actor.get_username() if user_or_none(actor) else ""
