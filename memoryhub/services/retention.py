@@ -87,9 +87,11 @@ def redact_expired_logs(*, workspace_id: int, batch: int | None = None) -> Reten
         Workspace.objects.select_for_update().get(pk=workspace.pk)
         ids = list(due(workspace, now).order_by("id").values_list("id", flat=True)[:batch])
         redacted = redaction.redact(what="log", ids=ids, by=BY, at=now)
-        if redacted:
-            redaction.optimize_search()
         remaining = due(workspace, now).count()
+        if redacted and not remaining:
+            # SQLite: merging the whole search index is costly; once per
+            # run, after its last batch, is enough.
+            redaction.optimize_search()
         if redacted:
             record_event(
                 action="retention.redact", workspace=workspace,
