@@ -28,6 +28,7 @@ from memoryhub.models import (
     ApiKey,
     AuditEvent,
     Change,
+    ErasureRecord,
     IdempotencyRecord,
     LogEntry,
     Membership,
@@ -352,6 +353,17 @@ class ChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("id", "workspace", "kind", "agent", "status", "requested_by", "created_at", "decided_by")
     list_filter = ("status", "kind", "workspace")
     list_select_related = ("workspace", "agent", "requested_by", "decided_by")
+
+
+@admin.register(ErasureRecord)
+class ErasureRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Erasures are requested and approved in the console (four-eyes); the
+    record names the subject by hash only."""
+
+    list_display = ("id", "workspace", "subject_hash", "requested_by_username", "approved_by_username",
+                    "created_at")
+    list_filter = ("workspace",)
+    list_select_related = ("workspace",)
 
 
 @admin.register(Proposal)

@@ -397,3 +397,34 @@ def session_payload(*, agent: Agent, user_ref: str, frozen: dict[str, Any], part
                      parts=rebuilt, snapshot=snapshot, on_demand=frozen.get("on_demand", []))
     payload["revised"] = True
     return public(payload)
+
+
+def purge_cached_contexts(*, agent: Agent, user_ref: str) -> int:
+    """Drop every cached context of one (agent, user) pair, whatever state it
+    was keyed by: an erased user's text must not outlive the erasure in the
+    cache either. Redis and the local-memory cache are searched by the key
+    prefix; another backend only loses the current key, and the rest expire
+    within CACHE_TTL (docs/compliance.md)."""
+    purged = 0
+    try:
+        backend: Any = cache
+        if hasattr(backend, "_cache") and hasattr(backend._cache, "get_client"):  # django RedisCache
+            client = backend._cache.get_client(write=True)
+            # Every format and rules version of the pair, not only today's.
+            pattern = backend.make_key(f"ctx:*:a{agent.pk}:u{_digest(user_ref)}:") + "*"
+            for key in client.scan_iter(match=pattern, count=500):
+                purged += int(client.delete(key))
+        elif isinstance(getattr(backend, "_cache", None), dict):  # LocMemCache
+            marker = f":a{agent.pk}:u{_digest(user_ref)}:"
+            for key in [k for k in list(backend._cache) if k.split(":", 2)[-1].startswith("ctx:") and marker in k]:
+                with backend._lock:
+                    backend._cache.pop(key, None)
+                    backend._expire_info.pop(key, None)
+                purged += 1
+        else:
+            files = load_rows(agent=agent, user_ref=user_ref)
+            purged += int(bool(cache.delete(cache_key(agent=agent, user_ref=user_ref, files=files))))
+    except Exception:
+        logger.warning("context cache unavailable; cached contexts of an erased user expire in %ss", CACHE_TTL,
+                       exc_info=True)
+    return purged

@@ -8,6 +8,9 @@ password — cannot switch the guards of memoryhub.immutability off. On top of
 the triggers, the app role has no UPDATE or DELETE on the append-only tables
 and no DELETE on the served rows, proposals and runs.
 
+The one UPDATE the app may still make there is a redaction, through
+`memoryhub_redact()`, which it may EXECUTE (memoryhub.immutability).
+
 `grant(connection, role)` runs after every migrate when DATABASE_APP_ROLE is
 set (apps.py), so tables added later are granted too.
 """
@@ -35,6 +38,11 @@ def grant_sql(role: str, tables: list[str], quote: Any) -> list[str]:
     return statements
 
 
+# Redaction (services.redaction) goes through this SECURITY DEFINER function
+# of the tables' owner: the app may turn text into tombstones, nothing else.
+REDACT_SIGNATURE = f"{immutability.REDACT_FUNCTION}(text, bigint[], text, text, text)"
+
+
 def grant(connection: Any, role: str) -> None:
     if connection.vendor != "postgresql" or not role:
         return
@@ -42,3 +50,6 @@ def grant(connection: Any, role: str) -> None:
         tables = connection.introspection.table_names(cursor)
         for sql in grant_sql(role, tables, connection.ops.quote_name):
             cursor.execute(sql)
+        cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [REDACT_SIGNATURE])
+        if cursor.fetchone()[0]:
+            cursor.execute(f"GRANT EXECUTE ON FUNCTION {REDACT_SIGNATURE} TO {connection.ops.quote_name(role)}")

@@ -1,9 +1,9 @@
 """What the database itself refuses, whatever the client.
 
-An auditor must not have to trust the ORM. Triggers guard five tables:
+An auditor must not have to trust the ORM. Triggers guard seven tables:
 
-- history rows (`memoryhub_historicalmemoryfile`), log entries and audit
-  events are append-only: no UPDATE, no DELETE, no TRUNCATE, and no INSERT
+- history rows (`memoryhub_historicalmemoryfile`), log entries, audit
+  events and erasure records are append-only: no UPDATE, no DELETE, no TRUNCATE, and no INSERT
   back-dated by more than CLOCK_SKEW;
 - a proposal may change while it is open (pending or stale) — its status,
   its decision — but never its content or who made it; once decided it is
@@ -24,11 +24,31 @@ Serving-state columns of the served row (`withheld_*`, `revoked_versions`,
 `updated_at`) change without a new version (withhold, release, rollback)
 and are not guarded.
 
+Redaction is the one exception (services.redaction, docs/compliance.md).
+While a transaction holds the redaction flag, an UPDATE is let through when
+it changes nothing but the table's REDACTABLE columns, each into its
+tombstone form (text `[REDACTED …`, a user reference `erased:…`, empty
+personal-data findings) and, where the table has them, sets `redacted_at`
+and `redacted_by`. Anything else is refused as before, flag or not. The
+flag is:
+
+- PostgreSQL: the transaction-local setting `memoryhub.redacting = 'on'`,
+  set only inside `memoryhub_redact()`, a SECURITY DEFINER function owned
+  by the tables' owner that runs the tombstone UPDATEs itself. The app role
+  has no UPDATE on the append-only tables, so with role separation it can
+  redact only through that function: it can destroy text (into a dated,
+  attributed tombstone), never write any other;
+- SQLite: a row in the one-row table `memoryhub_redacting`, inserted and
+  deleted inside the redacting transaction and never committed. SQLite
+  serialises writers, so no other connection can write while it exists
+  and none ever reads it.
+
 Each guarded table has its own trigger function on PostgreSQL
-(`memoryhub_guard_<table>`), so a later redaction path — a transaction-local
-setting such as `memoryhub.redaction` that permits exactly the tombstone
-UPDATE of a history or log row — is one `IF` at the top of that table's
-function. On SQLite each rule is its own trigger, named after its table.
+(`memoryhub_guard_<table>`); on SQLite each rule is its own trigger, named
+after its table, and every rule that refuses an UPDATE first asks whether
+the UPDATE is a redaction. SQLite triggers list the table's columns as they
+are when installed: install() drops and recreates them, and runs after
+every migrate (apps.py), so a column added later is guarded too.
 
 The app's database role owns none of these tables (docs/operations.md,
 memoryhub.db_roles), so it can neither drop nor disable these triggers.
@@ -50,10 +70,11 @@ AUDIT = "memoryhub_auditevent"
 PROPOSAL = "memoryhub_proposal"
 RUN = "consolidation_consolidationrun"
 SERVED = "memoryhub_memoryfile"
+ERASURES = "memoryhub_erasurerecord"
 
-APPEND_ONLY_TABLES = (HISTORY, LOG, AUDIT)
+APPEND_ONLY_TABLES = (HISTORY, LOG, AUDIT, ERASURES)
 # Each append-only table's own timestamp, checked against back-dating.
-_STAMP = {HISTORY: "history_date", LOG: "created_at", AUDIT: "created_at"}
+_STAMP = {HISTORY: "history_date", LOG: "created_at", AUDIT: "created_at", ERASURES: "created_at"}
 GUARDED_TABLES = (*APPEND_ONLY_TABLES, PROPOSAL, RUN, SERVED)
 
 OPEN_PROPOSAL = ("pending", "stale")
@@ -65,11 +86,92 @@ PROPOSAL_FIXED = ("agent_id", "user_ref", "kind", "base_version", "base_content"
                   "created_at", "revises_id", "rollback_to")
 
 
+# --- redaction -------------------------------------------------------------------------
+
+TOMBSTONE_PREFIX = "[REDACTED "
+PSEUDONYM_PREFIX = "erased:"
+PG_REDACTING = "memoryhub.redacting"
+SQLITE_FLAG_TABLE = "memoryhub_redacting"
+REDACT_FUNCTION = "memoryhub_redact"
+
+# A tombstone is exactly `[REDACTED <YYYY-MM-DD> by change #<id>]` or
+# `[REDACTED <YYYY-MM-DD> by retention]`, and a pseudonym `erased:` and 32
+# hex digits: a redaction can destroy text, never carry new text in.
+_PG_TOMBSTONE = r"'^\[REDACTED [0-9]{4}-[0-9]{2}-[0-9]{2} by (change #[0-9]{1,19}|retention)\]$'"
+_PG_PSEUDONYM = "'^erased:[0-9a-f]{32}$'"
+_GLOB_DATE = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+
+
+def _sqlite_is_tombstone(expr: str) -> str:
+    return (f"(({expr}) GLOB '[[]REDACTED {_GLOB_DATE} by retention]' OR "
+            f"(({expr}) GLOB '[[]REDACTED {_GLOB_DATE} by change #[0-9]*]' AND length({expr}) <= 52 "
+            f"AND ltrim(substr({expr}, 33, length({expr}) - 33), '0123456789') = ''))")
+
+
+def _sqlite_is_pseudonym(expr: str) -> str:
+    return f"(({expr}) GLOB 'erased:{'[0-9a-f]' * 32}')"
+
+
+# How a redactable column may change: (kind of rule). Every other column
+# of the table must stay as it is.
+TEXT, PSEUDONYM, STAMP, DETAILS, RATIONALE, NO_FINDINGS = (
+    "text", "pseudonym", "stamp", "details", "rationale", "no_findings")
+_REDACTED_STAMPS = {"redacted_at": STAMP, "redacted_by": STAMP}
+REDACTABLE: dict[str, dict[str, str]] = {
+    HISTORY: {"content": TEXT, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
+    LOG: {"content": TEXT, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
+    AUDIT: {"summary": TEXT, "details": DETAILS, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
+    PROPOSAL: {"base_content": TEXT, "proposed_content": TEXT, "diff": TEXT, "rationale": RATIONALE,
+               "pii": NO_FINDINGS, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
+    RUN: {"error": TEXT, "user_ref": PSEUDONYM},
+    SERVED: {"user_ref": PSEUDONYM},
+}
+
+
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
 # --- PostgreSQL ---------------------------------------------------------------------
+
+def _pg_column_ok(column: str, rule: str) -> str:
+    new, old = f"NEW.{column}", f"OLD.{column}"
+    if rule == TEXT:
+        return f"({new} IS NOT DISTINCT FROM {old} OR {new} ~ {_PG_TOMBSTONE})"
+    if rule == PSEUDONYM:
+        return f"({new} IS NOT DISTINCT FROM {old} OR {new} ~ {_PG_PSEUDONYM})"
+    if rule == STAMP:
+        return f"{new} IS NOT NULL"
+    if rule == DETAILS:
+        return (f"({new} IS NOT DISTINCT FROM {old} OR ({new} = jsonb_build_object('redacted', {new}->>'redacted') "
+                f"AND {new}->>'redacted' ~ {_PG_TOMBSTONE}))")
+    if rule == RATIONALE:
+        return (f"({new} IS NOT DISTINCT FROM {old} OR (jsonb_typeof({new}) = 'array' AND NOT EXISTS ("
+                f"SELECT 1 FROM jsonb_array_elements({new}) AS r WHERE jsonb_typeof(r) <> 'object' OR EXISTS ("
+                "SELECT 1 FROM jsonb_each(r) AS kv WHERE kv.key NOT IN ('kind', 'evidence') AND "
+                f"(jsonb_typeof(kv.value) <> 'string' OR NOT (kv.value #>> '{{}}' ~ {_PG_TOMBSTONE}))))))")
+    if rule == NO_FINDINGS:
+        return f"({new} IS NOT DISTINCT FROM {old} OR {new} = '[]'::jsonb)"
+    raise ValueError(rule)
+
+
+def _pg_redaction_allowed(table: str) -> str:
+    """An IF that lets exactly a redaction UPDATE through (none for a table
+    that has nothing to redact)."""
+    columns = REDACTABLE.get(table)
+    if not columns:
+        return ""
+    # A stored generated column (search_vector, migration 0004) is not yet
+    # computed in NEW of a BEFORE trigger; it follows `content` anyway.
+    names = ", ".join(f"'{c}'" for c in [*columns, "search_vector"])
+    checks = " AND ".join(_pg_column_ok(c, rule) for c, rule in columns.items())
+    return f"""
+    IF TG_OP = 'UPDATE' AND current_setting('{PG_REDACTING}', true) = 'on'
+       AND (to_jsonb(NEW) - ARRAY[{names}]) = (to_jsonb(OLD) - ARRAY[{names}])
+       AND {checks} THEN
+        RETURN NEW;
+    END IF;"""
+
 
 _PG_REFUSE = "RAISE EXCEPTION 'memoryhub: {message}' USING ERRCODE = 'insufficient_privilege'"
 _PG_TOO_OLD = f"clock_timestamp() - interval '{CLOCK_SKEW_SECONDS} seconds'"
@@ -79,8 +181,7 @@ def _pg_append_only(table: str) -> str:
     stamp = _STAMP[table]
     return f"""
 CREATE OR REPLACE FUNCTION memoryhub_guard_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    -- (A redaction path would permit its one tombstone UPDATE here.)
+BEGIN{_pg_redaction_allowed(table)}
     IF TG_OP = 'INSERT' THEN
         IF NEW.{stamp} < {_PG_TOO_OLD} THEN
             RAISE EXCEPTION 'memoryhub: INSERT on {table} is refused: {stamp} % is back-dated', NEW.{stamp}
@@ -97,7 +198,7 @@ $$;
 
 _PG_PROPOSAL = f"""
 CREATE OR REPLACE FUNCTION memoryhub_guard_{PROPOSAL}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+BEGIN{_pg_redaction_allowed(PROPOSAL)}
     IF TG_OP = 'INSERT' THEN
         IF NEW.created_at < {_PG_TOO_OLD} OR NEW.decided_at < {_PG_TOO_OLD} THEN
             {_PG_REFUSE.format(message='INSERT on {PROPOSAL} is refused: the proposal is back-dated')};
@@ -129,7 +230,7 @@ $$;
 
 _PG_RUN = f"""
 CREATE OR REPLACE FUNCTION memoryhub_guard_{RUN}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+BEGIN{_pg_redaction_allowed(RUN)}
     IF TG_OP = 'INSERT' THEN
         IF NEW.created_at < {_PG_TOO_OLD} OR NEW.finished_at < {_PG_TOO_OLD} THEN
             {_PG_REFUSE.format(message='INSERT on {RUN} is refused: the run is back-dated')};
@@ -155,7 +256,7 @@ $$;
 # with the next version. Serving-state columns are free.
 _PG_SERVED = f"""
 CREATE OR REPLACE FUNCTION memoryhub_guard_{SERVED}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+BEGIN{_pg_redaction_allowed(SERVED)}
     IF TG_OP = 'DELETE' THEN
         {_PG_REFUSE.format(message='DELETE on {SERVED} is refused: an absent file is empty content, a new version')};
     END IF;
@@ -240,6 +341,63 @@ END;
 $$;
 """
 
+# The one way to redact on PostgreSQL. SECURITY DEFINER: it runs as the
+# tables' owner (the role migrations run as), so an app role without UPDATE
+# on the append-only tables can still redact, and only into tombstones. The
+# flag is on for its own UPDATE alone. `p_what` picks a fixed statement;
+# nothing of the caller's reaches SQL but values.
+def _pg_redact_function(schema: str) -> str:
+    tomb = "CASE WHEN {c} = '' THEN '' ELSE p_tombstone END"
+    pseud = "coalesce(p_pseudonym, user_ref)"
+    stamps = "redacted_at = now(), redacted_by = p_by"
+    rationale = ("coalesce((SELECT jsonb_agg(jsonb_build_object('kind', r->'kind', 'evidence', "
+                 "coalesce(r->'evidence', '[]'::jsonb), 'summary', p_tombstone, 'reason', p_tombstone)) "
+                 "FROM jsonb_array_elements(CASE WHEN jsonb_typeof(rationale) = 'array' THEN rationale "
+                 "ELSE '[]'::jsonb END) AS r), '[]'::jsonb)")
+    audit = (f"user_ref = CASE WHEN user_ref = '' THEN '' ELSE {pseud} END, "
+             f"details = jsonb_build_object('redacted', p_tombstone), {stamps}")
+    return f"""
+CREATE OR REPLACE FUNCTION {REDACT_FUNCTION}(p_what text, p_ids bigint[], p_tombstone text, p_by text,
+                                             p_pseudonym text DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = {schema}, pg_temp AS $$
+DECLARE
+    n integer;
+BEGIN
+    IF p_tombstone IS NULL OR NOT (p_tombstone ~ {_PG_TOMBSTONE}) OR coalesce(p_by, '') = ''
+       OR (p_pseudonym IS NOT NULL AND NOT (p_pseudonym ~ {_PG_PSEUDONYM})) THEN
+        RAISE EXCEPTION 'memoryhub: a redaction needs a tombstone, who redacts, and a pseudonym or none'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM set_config('{PG_REDACTING}', 'on', true);
+    IF p_what = 'history' THEN
+        UPDATE {HISTORY} SET content = {tomb.format(c="content")}, user_ref = {pseud}, {stamps}
+            WHERE history_id = ANY(p_ids);
+    ELSIF p_what = 'log' THEN
+        UPDATE {LOG} SET content = p_tombstone, user_ref = {pseud}, {stamps} WHERE id = ANY(p_ids);
+    ELSIF p_what = 'proposal' THEN
+        UPDATE {PROPOSAL} SET base_content = {tomb.format(c="base_content")},
+            proposed_content = {tomb.format(c="proposed_content")}, diff = {tomb.format(c="diff")},
+            rationale = {rationale}, pii = '[]'::jsonb, user_ref = {pseud}, {stamps} WHERE id = ANY(p_ids);
+    ELSIF p_what = 'audit' THEN
+        UPDATE {AUDIT} SET {audit} WHERE id = ANY(p_ids);
+    ELSIF p_what = 'audit_summary' THEN
+        UPDATE {AUDIT} SET summary = p_tombstone, {audit} WHERE id = ANY(p_ids);
+    ELSIF p_what = 'run' THEN
+        UPDATE {RUN} SET error = {tomb.format(c="error")}, user_ref = {pseud} WHERE id = ANY(p_ids);
+    ELSIF p_what = 'served' THEN
+        UPDATE {SERVED} SET user_ref = {pseud} WHERE id = ANY(p_ids);
+    ELSE
+        RAISE EXCEPTION 'memoryhub: nothing to redact called %', p_what USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    PERFORM set_config('{PG_REDACTING}', 'off', true);
+    RETURN n;
+END;
+$$;
+REVOKE ALL ON FUNCTION {REDACT_FUNCTION}(text, bigint[], text, text, text) FROM PUBLIC;
+"""
+
+
 # Names used by the first version of these triggers (migration 0002).
 _PG_LEGACY = [
     *(f"DROP TRIGGER IF EXISTS {t}_append_only ON {t};" for t in APPEND_ONLY_TABLES),
@@ -320,9 +478,52 @@ def _sqlite_rules(table: str) -> list[tuple[str, str, str, str]]:
     ]
 
 
-def _sqlite_install(table: str) -> list[str]:
-    return [_sqlite_trigger(f"{table}_{suffix}", when, table, condition, message)
-            for suffix, when, condition, message in _sqlite_rules(table)]
+def _sqlite_column_ok(column: str, rule: str) -> str:
+    new, old = f"NEW.{column}", f"OLD.{column}"
+    if rule == TEXT:
+        return f"({new} IS {old} OR {_sqlite_is_tombstone(new)})"
+    if rule == PSEUDONYM:
+        return f"({new} IS {old} OR {_sqlite_is_pseudonym(new)})"
+    if rule == STAMP:
+        return f"{new} IS NOT NULL"
+    if rule == DETAILS:
+        redacted = f"json_extract({new}, '$.redacted')"
+        return (f"({new} IS {old} OR (json_valid({new}) AND json_type({new}) = 'object' "
+                f"AND (SELECT count(*) FROM json_each({new})) = 1 "
+                f"AND {_sqlite_is_tombstone(redacted)}))")
+    if rule == RATIONALE:
+        return (f"({new} IS {old} OR (json_valid({new}) AND json_type({new}) = 'array' AND NOT EXISTS ("
+                f"SELECT 1 FROM json_each({new}) AS r WHERE r.type <> 'object') AND NOT EXISTS ("
+                f"SELECT 1 FROM json_each({new}) AS r, json_each(r.value) AS kv "
+                "WHERE kv.key NOT IN ('kind', 'evidence') AND "
+                f"(kv.type <> 'text' OR NOT {_sqlite_is_tombstone('kv.value')}))))")
+    if rule == NO_FINDINGS:
+        return f"({new} IS {old} OR (json_valid({new}) AND json_array_length({new}) = 0))"
+    raise ValueError(rule)
+
+
+def _sqlite_redaction(table: str, columns: list[str]) -> str:
+    """True for exactly a redaction UPDATE: the flag row exists, the other
+    columns are unchanged, each redactable one is unchanged or a tombstone."""
+    rules = REDACTABLE[table]
+    fixed = [f"NEW.{c} IS OLD.{c}" for c in columns if c not in rules]
+    checks = [_sqlite_column_ok(c, rule) for c, rule in rules.items() if c in columns]
+    return " AND ".join([f"EXISTS (SELECT 1 FROM {SQLITE_FLAG_TABLE})", *fixed, *checks])
+
+
+def _sqlite_install(table: str, columns: list[str] | None = None) -> list[str]:
+    statements = []
+    for suffix, when, condition, message in _sqlite_rules(table):
+        if when == "BEFORE UPDATE" and columns and table in REDACTABLE:
+            allowed = _sqlite_redaction(table, columns)
+            condition = f"NOT ({allowed})" + (f" AND ({condition})" if condition else "")
+        statements.append(f"DROP TRIGGER IF EXISTS {table}_{suffix};")
+        statements.append(_sqlite_trigger(f"{table}_{suffix}", when, table, condition, message))
+    return statements
+
+
+_SQLITE_FLAG = (f"CREATE TABLE IF NOT EXISTS {SQLITE_FLAG_TABLE} "
+                "(id INTEGER PRIMARY KEY CHECK (id = 1));")
 
 
 def _sqlite_uninstall(table: str) -> list[str]:
@@ -339,11 +540,14 @@ def _present(connection: Any, tables: tuple[str, ...]) -> list[str]:
     return [table for table in tables if table in existing]
 
 
-def install_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TABLES) -> list[str]:
+def install_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TABLES,
+                columns: dict[str, list[str]] | None = None, schema: str = "public") -> list[str]:
     if vendor == "postgresql":
-        return [*_PG_LEGACY, _PG_REFUSE_TRUNCATE, *(sql for table in tables for sql in _pg_install(table))]
+        return [*_PG_LEGACY, _PG_REFUSE_TRUNCATE, *(sql for table in tables for sql in _pg_install(table)),
+                _pg_redact_function(schema)]
     if vendor == "sqlite":
-        return [sql for table in tables for sql in _sqlite_install(table)]
+        columns = columns or {}
+        return [_SQLITE_FLAG, *(sql for table in tables for sql in _sqlite_install(table, columns.get(table)))]
     return []
 
 
@@ -364,7 +568,13 @@ def uninstall_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TAB
 def install(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
     tables_present = _present(connection, tables)
     with connection.cursor() as cursor:
-        for sql in install_sql(connection.vendor, tables_present):
+        columns = {table: [c.name for c in connection.introspection.get_table_description(cursor, table)]
+                   for table in tables_present}
+        schema = "public"
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT current_schema()")
+            schema = cursor.fetchone()[0]
+        for sql in install_sql(connection.vendor, tables_present, columns, schema):
             cursor.execute(sql)
 
 

@@ -91,6 +91,9 @@ class Workspace(models.Model):
     # id: scanner.scan_pii) gets: stored (allow), stored with the finding shown
     # to reviewers and recorded (flag), or refused like unsafe content.
     pii_policy = models.CharField(max_length=8, default="flag")
+    # Session log entries older than this many days are redacted by the daily
+    # retention task (services.retention); None keeps them forever.
+    log_retention_days = models.PositiveIntegerField(null=True, blank=True, default=365)
 
     class Meta:
         ordering = ["slug"]
@@ -246,7 +249,28 @@ class StaffToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
-class MemoryHistoryBase(models.Model):
+class RedactableMixin(models.Model):
+    """Columns services.redaction sets when it replaces a row's text by a
+    tombstone (`[REDACTED <date> by <what>]`), the only change the database
+    guards allow on a history, log, audit or decided proposal row.
+
+    Nullable without a default on purpose: SQLite adds such a column with
+    ALTER TABLE instead of remaking the table, which would drop the guards'
+    and the search index's triggers."""
+
+    redacted_at = models.DateTimeField(null=True, blank=True)
+    # "change #12" (an erasure) or "retention" (services.retention).
+    redacted_by = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_redacted(self) -> bool:
+        return self.redacted_at is not None
+
+
+class MemoryHistoryBase(RedactableMixin):
     """Extra columns on every memory history row: who (besides history_user),
     from where, through which proposal and with whose approval."""
 
@@ -392,7 +416,7 @@ class ProposalQuerySet(models.QuerySet["Proposal"]):
         return self.filter(agent__workspace_id__in=workspace_ids)
 
 
-class Proposal(models.Model):
+class Proposal(RedactableMixin, models.Model):
     """A pending change to one memory file, whatever made it. It names the
     file by (agent, user_ref, kind) rather than by row, because a proposal
     may create a file that was never written."""
@@ -515,7 +539,7 @@ class LogRole(models.TextChoices):
     NOTE = "note", "Note"
 
 
-class LogEntry(models.Model):
+class LogEntry(RedactableMixin, models.Model):
     """One append-only line of a session log: the event store that
     consolidation projects into memory. The database refuses UPDATE/DELETE."""
 
@@ -537,7 +561,7 @@ class LogEntry(models.Model):
         return f"#{self.pk} {self.role}: {self.content[:40]}"
 
 
-class AuditEvent(models.Model):
+class AuditEvent(RedactableMixin, models.Model):
     """Append-only record of every action; the database refuses UPDATE/DELETE."""
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -675,3 +699,35 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.principal} {self.key} → {self.status_code}"
+
+
+class ErasureRecord(models.Model):
+    """That a data subject was erased, by whom and how much, without naming
+    them: `subject_hash` is an HMAC of the workspace and the user reference
+    under a key derived from SECRET_KEY (services.erasure.subject_hash), so
+    whoever holds the key can answer "was X erased?" and nobody can read X
+    back from the record. Append-only in the database, like the audit log
+    (memoryhub.immutability)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="erasures")
+    change = models.OneToOneField(Change, on_delete=models.PROTECT, related_name="erasure")
+    subject_hash = models.CharField(max_length=64, db_index=True)
+    # What the erased rows carry instead of the user reference.
+    pseudonym = models.CharField(max_length=64)
+    counts = models.JSONField(default=dict, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    requested_by_username = models.CharField(max_length=150, blank=True, default="")
+    approved_by_username = models.CharField(max_length=150, blank=True, default="")
+    requested_at = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Erasure {self.subject_hash[:12]} ({self.workspace})"

@@ -167,7 +167,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # secure_delete: freed pages and cells are zeroed, so redacted text
+        # (services.redaction) does not linger in the file's free space.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
     }
     # A file, not :memory:, so a worker subprocess in a test sees the test
     # data; one per test process, so parallel runs never share it.
@@ -294,6 +296,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "consolidation-sweep": {
         "task": "consolidation.tasks.sweep_expired_runs_task",
         "schedule": env_float("MEMORYHUB_SWEEP_INTERVAL_SECONDS", 60),
+    },
+    "log-retention": {
+        "task": "memoryhub.tasks.retention_task",
+        "schedule": env_float("MEMORYHUB_RETENTION_INTERVAL_SECONDS", 24 * 3600),
     },
     "purge-expired-keys": {
         "task": "memoryhub.tasks.purge_expired_task",

@@ -13,5 +13,7 @@ urlpatterns = [
     path("dashboard/", admin_views.dashboard, name="dashboard"),
     path("compliance/", compliance_views.index, name="compliance"),
     path("compliance/export/", compliance_views.subject_export, name="compliance-export"),
+    path("compliance/erasure/", compliance_views.subject_erasure, name="compliance-erasure"),
+    path("compliance/retention/", compliance_views.retention_setting, name="compliance-retention"),
     path("", include("reviews.signin_urls")),
 ]

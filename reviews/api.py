@@ -499,6 +499,9 @@ class ChangeSerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField(allow_null=True)
     decision_comment = serializers.CharField()
     result = serializers.DictField()
+    erased = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                   help_text="An approved erasure: how many files, versions, log entries and "
+                                   "proposals of the subject were erased.")
 
 
 class ChangeListView(StaffAPIView):
@@ -526,8 +529,11 @@ class ChangeApproveView(StaffAPIView):
     def post(self, request: Request, change_id: int) -> Response:
         change = services.get_change_for_user(request.user, change_id)
         data = parse_body(CommentSerializer, request)
-        return Response(change_detail(services.approve_change(change_id=change.pk, actor=request.user,
-                                                              comment=data["comment"])))
+        detail = change_detail(services.approve_change(change_id=change.pk, actor=request.user,
+                                                       comment=data["comment"]))
+        if "erased" in detail["result"]:
+            detail["erased"] = detail["result"]["erased"]
+        return Response(detail)
 
 
 class ChangeRejectView(StaffAPIView):

@@ -1,5 +1,7 @@
 """Data subjects in the staff REST API (API.md, "Added in v1.1"):
-`GET /api/v1/subjects/U/export` streams everything held about end user U.
+`GET /api/v1/subjects/U/export` streams everything held about end user U;
+`POST /api/v1/subjects/U/erasure` asks to erase them (four-eyes: a pending
+change another admin approves with `POST /api/v1/changes/ID/approve`).
 
 The view parses the path and `?workspace=`, calls services.export_subject
 (which checks the role and writes the audit event) and streams the JSON it
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from memoryhub import services
-from memoryhub.api import USER_SCHEMA
+from memoryhub.api import USER_SCHEMA, TextField, parse_body
 from memoryhub.models import FileKind
 from memoryhub.rest import StaffAPIView, error_responses
 
@@ -155,3 +158,34 @@ class SubjectExportView(StaffAPIView):
         response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
         response["Cache-Control"] = "no-store"
         return response
+
+
+class SubjectErasureView(StaffAPIView):
+    class InputSerializer(serializers.Serializer):
+        # Required by the service, which words the refusal like every entry point.
+        reason = TextField(max_length=1000, required=False, allow_blank=True, default="")
+
+    class OutputSerializer(serializers.Serializer):
+        change = serializers.IntegerField()
+        status = serializers.CharField()
+        subject_hash = serializers.CharField()
+
+    @extend_schema(
+        operation_id="request_subject_erasure",
+        parameters=[
+            OpenApiParameter("user_ref", USER_SCHEMA, OpenApiParameter.PATH,
+                             description="The end user's reference (URL-encoded), 1–255 printable characters."),
+            OpenApiParameter("workspace", {"type": "string", "maxLength": 64}, OpenApiParameter.QUERY,
+                             description="Workspace slug; needed when you are an admin of several."),
+        ],
+        request=InputSerializer,
+        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+        description="Four-eyes: records a pending erasure of end user U that a different admin approves with "
+        "POST /api/v1/changes/ID/approve, which answers `erased` with the counts. Admins only.",
+    )
+    def post(self, request: Request, user_ref: str) -> Response:
+        data = parse_body(self.InputSerializer, request)
+        change = services.request_erasure(actor=request.user, user_ref=user_ref, reason=data["reason"],
+                                          workspace=request.query_params.get("workspace") or None)
+        return Response({"change": change.pk, "status": change.status,
+                         "subject_hash": change.payload["subject_hash"]}, status=status.HTTP_202_ACCEPTED)

@@ -21,4 +21,6 @@ urlpatterns = [
     path("changes/<int:change_id>/reject", api.ChangeRejectView.as_view(), name="api-change-reject"),
     path("changes/<int:change_id>/withdraw", api.ChangeWithdrawView.as_view(), name="api-change-withdraw"),
     path("subjects/<path:user_ref>/export", api_subjects.SubjectExportView.as_view(), name="api-subject-export"),
+    path("subjects/<path:user_ref>/erasure", api_subjects.SubjectErasureView.as_view(),
+         name="api-subject-erasure"),
 ]

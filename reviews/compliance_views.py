@@ -1,10 +1,13 @@
 """The "Erasures and exports" page of the console, for admins and auditors.
 
 One page, one section per compliance operation, each fed by its own
-context function: today a subject's export (a plain GET form whose answer
-is the JSON download, streamed by the same service as the REST API) and
-the record of past exports and imports. Subject erasure joins as another
-section when it lands.
+context function: a subject's export (a plain GET form whose answer is the
+JSON download, streamed by the same service as the REST API), a subject's
+erasure (a POST form for admins that records a pending change; a second
+admin approves it on the Changes page, the same flow as every governance
+change), the erasure records (subject hash, counts, requester, approver,
+time), log retention per workspace (setting, entries due, last batch) and
+the record of past exports, erasures and imports.
 
 Everything shown is text that staff, agents or end users wrote (user
 references, summaries): it is escaped by the templates, and the containers
@@ -15,18 +18,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from memoryhub import errors, services
 from memoryhub.models import AuditEvent, Workspace
 
-RECORD_ACTIONS = ("subject.export", "subject.refused", "agent.export", "agent.import")
+RECORD_ACTIONS = ("subject.export", "subject.refused", "subject.erase", "agent.export", "agent.import",
+                  "retention.redact")
 RECORD_ROWS = 50
+ERASURE_ROWS = 50
 
 
 def _workspaces(request: HttpRequest) -> list[Workspace]:
@@ -50,10 +57,32 @@ def _record_context(workspaces: list[Workspace]) -> dict[str, Any]:
     return {"record": list(events)}
 
 
+def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: dict[str, str],
+                     error: str = "") -> dict[str, Any]:
+    ids = [ws.pk for ws in workspaces]
+    admin_of = [ws for ws in workspaces if ws.pk in set(services.workspace_ids_for(request.user,
+                                                                                   services.ERASE_ROLES))]
+    pending = list(services.pending_erasures(workspace_ids=ids).order_by("created_at", "id"))
+    return {
+        "erasure_workspaces": admin_of,
+        "erasure_form": form,
+        "erasure_error": error,
+        # Who may approve which: a different admin of that workspace.
+        "pending_erasures": [(c, c.workspace_id in {ws.pk for ws in admin_of} and c.requested_by_id != request.user.pk)
+                             for c in pending],
+        "erasures": list(services.erasure_records(workspace_ids=ids).order_by("-created_at", "-id")[:ERASURE_ROWS]),
+        "retention": [services.retention_status(ws) for ws in workspaces],
+    }
+
+
 def _page(request: HttpRequest, workspaces: list[Workspace], *, form: dict[str, str] | None = None,
-          error: str = "", status: int = 200) -> TemplateResponse:
+          error: str = "", status: int = 200, erasure_form: dict[str, str] | None = None,
+          erasure_error: str = "", retention_error: str = "") -> TemplateResponse:
     context = {
+        "retention_error": retention_error,
         **_export_context(workspaces, form or {"user": "", "workspace": ""}, error),
+        **_erasure_context(request, workspaces, erasure_form or {"user": "", "workspace": "", "reason": ""},
+                           erasure_error),
         **_record_context(workspaces),
     }
     return TemplateResponse(request, "compliance/index.html", context, status=status)
@@ -82,3 +111,51 @@ def subject_export(request: HttpRequest) -> HttpResponseBase:
     response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
     response["Cache-Control"] = "no-store"
     return response
+
+
+@login_required
+@require_POST
+def subject_erasure(request: HttpRequest) -> HttpResponseBase:
+    """The erasure form's target: a pending change, then back to the page
+    (its pending list links to the Changes page, where a second admin
+    decides). A wrong role is a 403; another workspace a 404 on the page."""
+    workspaces = _workspaces(request)
+    form = {key: request.POST.get(key, "") for key in ("user", "workspace", "reason")}
+    try:
+        change = services.request_erasure(actor=request.user, user_ref=form["user"], reason=form["reason"],
+                                          workspace=form["workspace"] or None)
+    except errors.PermissionDenied as exc:
+        raise PermissionDenied(exc.detail) from exc
+    except errors.DomainError as exc:
+        return _page(request, workspaces, erasure_form=form, erasure_error=exc.detail, status=exc.status)
+    messages.success(request, f"Erasure requested as change #{change.pk}: another admin of "
+                              f"{change.workspace.slug} approves it on the Changes page; nothing is erased until then.")
+    return redirect("compliance")
+
+
+@login_required
+@require_POST
+def retention_setting(request: HttpRequest) -> HttpResponseBase:
+    """Set a workspace's log retention: applied at once when it keeps logs
+    longer, a pending change for a second admin when it shortens it."""
+    workspaces = _workspaces(request)
+    slug = request.POST.get("workspace", "")
+    workspace = next((ws for ws in workspaces if ws.slug == slug), None)
+    if workspace is None:
+        return _page(request, workspaces, retention_error="There is no such workspace among yours.", status=404)
+    try:
+        update = services.update_workspace(workspace=workspace, actor=request.user,
+                                           settings={"log_retention_days": request.POST.get("days", "")},
+                                           reason=request.POST.get("reason", ""))
+    except errors.PermissionDenied as exc:
+        raise PermissionDenied(exc.detail) from exc
+    except errors.DomainError as exc:
+        return _page(request, workspaces, retention_error=exc.detail, status=exc.status)
+    if update.change is not None:
+        messages.success(request, f"Shorter retention requested as change #{update.change.pk}: another admin "
+                                  "approves it on the Changes page.")
+    elif update.applied:
+        messages.success(request, f"Log retention of {workspace.slug} changed.")
+    else:
+        messages.info(request, "Nothing changed.")
+    return redirect("compliance")

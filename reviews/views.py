@@ -474,6 +474,7 @@ SETTING_LABELS = {
     "consolidation_backend": "Consolidation backend",
     "daily_budget_usd": "Daily budget (USD)",
     "default_write_policy": "Default write policy for new agents",
+    "log_retention_days": "Keep session logs for (days; None = forever)",
     **{f"limit_{k}": f"{k.upper()}.md limit (characters)" for k in ("soul", "about", "tools", "user", "memory")},
 }
 
@@ -499,6 +500,11 @@ def _payload_lines(change: Change) -> list[tuple[str, str, str]]:
         ]
     if change.kind == ChangeKind.RELEASE:
         return [(f"{change.file_kind} v{payload.get('version', '?')}", "withheld", "served again")]
+    if change.kind == ChangeKind.ERASURE:
+        # The approver must see whom they erase; once decided, only the hash.
+        who = change.user_ref if change.is_pending else "(no longer named)"
+        return [("End user", who, "erased everywhere in the workspace"),
+                ("Subject hash", "", str(payload.get("subject_hash", ""))[:16])]
     return [(str(key), "", json.dumps(value, ensure_ascii=False)) for key, value in payload.items()]
 
 

@@ -124,6 +124,20 @@ def settings_change(world: World) -> Change:
     return change
 
 
+def erasure_change(world: World) -> Change:
+    return services.request_erasure(actor=world.users["admin"], user_ref="u1", reason="Subject request 12")
+
+
+def erasure_request(reason: str) -> dict[str, EntryPoint]:
+    return {
+        "console": lambda w, who: console(w.users[who], "/compliance/erasure/",
+                                          {"user": "u1", "workspace": w.agent.workspace.slug, "reason": reason}),
+        "staff_rest": lambda w, who: rest(w.users[who], "post",
+                                          f"/api/v1/subjects/u1/erasure?workspace={w.agent.workspace.slug}",
+                                          {"reason": reason}),
+    }
+
+
 # --- state: what must not change when a rule refuses ------------------------------------------
 
 
@@ -347,6 +361,16 @@ CASES = [
          ("four_eyes", 403)),
     Case("change_reject", "four_eyes", "admin", settings_change, change_decision("reject", {"comment": "no"}),
          ("four_eyes", 403)),
+    # subject erasure: requested by one admin, approved by another
+    Case("erasure", "allowed", "admin", noop, erasure_request("Subject request 12"), None),
+    Case("erasure", "role", "reviewer", noop, erasure_request("Subject request 12"), ("permission_denied", 403)),
+    Case("erasure", "workspace", "outsider", noop, erasure_request("Subject request 12"), ("not_found", 404)),
+    Case("erasure", "reason", "admin", noop, erasure_request(""), ("invalid", 400)),
+    Case("erasure_approve", "allowed", "admin2", erasure_change, change_decision("approve", {}), None),
+    Case("erasure_approve", "four_eyes", "admin", erasure_change, change_decision("approve", {}),
+         ("four_eyes", 403)),
+    Case("erasure_approve", "role", "reviewer", erasure_change, change_decision("approve", {}),
+         ("permission_denied", 403)),
     # agent settings
     Case("settings", "allowed", "admin", noop, agent_settings({"strategy": "full"}), None),
     Case("settings", "role", "reviewer", noop, agent_settings({"strategy": "full"}), ("permission_denied", 403)),

@@ -42,7 +42,8 @@ from tests.factories import AgentFactory, ToolFactory, staff
 STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs", "/api/v1/changes",
                   "/api/v1/subjects")
 # Operations only an admin may perform answer 2xx with the admin's token.
-ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}"), ("GET", "/api/v1/subjects/{user_ref}/export")}
+ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}"), ("GET", "/api/v1/subjects/{user_ref}/export"),
+                    ("POST", "/api/v1/subjects/{user_ref}/erasure")}
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -237,6 +238,9 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": "held-free" if operation.path.endswith("/release") else "alice"},
                                        body={"reason": "Seeded."}, media_type="application/json"))
+    if operation.path.endswith("/erasure"):
+        examples.append(operation.Case(path_parameters={"user_ref": "alice"}, body={"reason": "Seeded."},
+                                       media_type="application/json"))
     if operation.path == "/api/v1/agents/{slug}" and operation.method.upper() == "PATCH":
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG}, body={"strategy": "full"},
                                        media_type="application/json"))

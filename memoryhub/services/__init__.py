@@ -64,6 +64,13 @@ from memoryhub.services.credentials import (
     user_for_token,
 )
 from memoryhub.services.entries import ENTRY_MAX, add_entry, remove_entry, replace_entry
+from memoryhub.services.erasure import (
+    ERASE_ROLES,
+    erasure_records,
+    pending_erasures,
+    request_erasure,
+    subject_hash,
+)
 from memoryhub.services.limits import (
     SOFT_LIMIT_CEILING,
     check_limit,
@@ -105,6 +112,7 @@ from memoryhub.services.proposals import (
     revise_proposal,
     withdraw_proposal,
 )
+from memoryhub.services.retention import redact_expired_logs, retention_status
 from memoryhub.services.sessions import (
     MAX_LOG_BATCH,
     MAX_LOG_ENTRY_CHARS,
@@ -164,3 +172,5 @@ __all__ = [
 ]
 __all__ += ["AGENT_FORMAT", "AGENT_FORMAT_VERSION", "export_agent", "import_agent"]
 __all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]
+__all__ += ["ERASE_ROLES", "erasure_records", "pending_erasures", "request_erasure", "subject_hash",
+            "redact_expired_logs", "retention_status"]

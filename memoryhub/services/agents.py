@@ -152,12 +152,30 @@ def _pii_looser(old: Any, new: Any) -> bool:
     return PII_POLICIES.index(new) < PII_POLICIES.index(old)
 
 
+MAX_RETENTION_DAYS = 36500
+
+
+def _retention_days(value: Any, field: str) -> int | None:
+    """Days to keep session logs; empty (None, "", "None") keeps them forever."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
+        return None
+    return _int("Log retention", 1, MAX_RETENTION_DAYS)(value, field)
+
+
+def _retention_shortened(old: Any, new: Any) -> bool:
+    """Redaction cannot be undone: keeping logs for less time (or no longer
+    forever) destroys records sooner, so it takes a second admin. Keeping
+    them longer destroys nothing and is one admin's call."""
+    return new is not None and (old is None or new < old)
+
+
 WORKSPACE_SETTINGS: dict[str, Setting] = {
     s.field: s
     for s in (
         Setting("name", _text("The workspace name", NAME_MAX, required=True)),
         Setting("default_write_policy", _choice(WritePolicy.values, "The default write policy"), _to_direct),
         Setting("pii_policy", _choice(PII_POLICIES, "The personal-data policy"), _pii_looser),
+        Setting("log_retention_days", _retention_days, _retention_shortened),
     )
 }
 

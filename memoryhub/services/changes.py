@@ -65,8 +65,11 @@ def request_change(
     agent: Agent | None = None,
     file_kind: str = "",
     user_ref: str = "",
+    event_user_ref: str | None = None,
 ) -> Change:
-    """Record a pending change (the caller checked the requester's role)."""
+    """Record a pending change (the caller checked the requester's role).
+    `event_user_ref` names the user in the audit event instead of
+    `user_ref` (an erasure names its subject by pseudonym only)."""
     reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
     change = Change.objects.create(
         workspace=workspace, agent=agent, kind=kind, file_kind=file_kind, user_ref=user_ref, payload=payload,
@@ -78,7 +81,7 @@ def request_change(
         workspace=workspace,
         agent=agent,
         actor_user=actor,
-        user_ref=user_ref,
+        user_ref=user_ref if event_user_ref is None else event_user_ref,
         target=change,
         summary=f"Requested change #{change.pk}: {change.summary}",
         details={"kind": kind, "payload": payload, "reason": reason},
@@ -209,6 +212,10 @@ def _apply(change: Change, *, actor: Any) -> dict[str, Any]:
             details={"kind": change.file_kind, "version": version, "change": change.pk},
         )
         return {"released_version": version}
+    if change.kind == ChangeKind.ERASURE:
+        from memoryhub.services.erasure import erase_subject
+
+        return erase_subject(change=change, actor=actor)
     raise errors.Invalid(f"Unknown change kind {change.kind!r}.")
 
 
@@ -227,6 +234,14 @@ def _current_matches(change: Change, obj: Any, specs: dict[str, Any]) -> tuple[d
     return wanted, before
 
 
+def _event_user_ref(change: Change) -> str:
+    """An erasure's events never name its subject (the hash is in the
+    change's payload; an approved erasure's change carries the pseudonym)."""
+    if change.kind == ChangeKind.ERASURE:
+        return change.user_ref if change.user_ref.startswith("erased:") else ""
+    return change.user_ref
+
+
 def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
     comment = validate_text(comment, field="comment", label="A comment saying why you reject this change",
                             max_length=COMMENT_MAX, required=True)
@@ -241,7 +256,7 @@ def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
         _decide(change, status=ChangeStatus.REJECTED, actor=actor, comment=comment)
         record_event(
             action="change.reject", workspace=change.workspace, agent=change.agent, actor_user=actor,
-            user_ref=change.user_ref, target=change, summary=f"Rejected change #{change.pk}: {change.summary}",
+            user_ref=_event_user_ref(change), target=change, summary=f"Rejected change #{change.pk}: {change.summary}",
             details={"kind": change.kind, "comment": comment},
         )
     return change
@@ -258,6 +273,6 @@ def withdraw_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
         _decide(change, status=ChangeStatus.WITHDRAWN, actor=actor, comment=comment)
         record_event(
             action="change.withdraw", workspace=change.workspace, agent=change.agent, actor_user=actor,
-            user_ref=change.user_ref, target=change, summary=f"Withdrew change #{change.pk}: {change.summary}",
+            user_ref=_event_user_ref(change), target=change, summary=f"Withdrew change #{change.pk}: {change.summary}",
         )
     return change
