@@ -405,23 +405,25 @@ def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
     chain, oldest first. Built from the audit log (who, when, comment,
     reason code) and the file's proposals; two queries, however long the
     chain or the file's history."""
-    rows = {
-        row["id"]: row
+    rows: dict[int, dict[str, Any]] = {
+        row["id"]: dict(row)
         for row in Proposal.objects.filter(agent_id=proposal.agent_id, kind=proposal.kind, user_ref=proposal.user_ref)
         .values("id", "revises_id", "superseded_by_id", "status", "created_at", "applied_version", "source",
                 "rollback_to", "decided_at")
     }
     chain = {proposal.pk}
     seen = proposal.pk
-    while (parent := rows.get(seen, {}).get("revises_id")) and parent not in chain:
+    nothing: dict[str, Any] = {}
+    while (parent := rows.get(seen, nothing).get("revises_id")) and parent not in chain:
         chain.add(parent)
         seen = parent
     seen = proposal.pk
-    while (child := rows.get(seen, {}).get("superseded_by_id")) and child not in chain:
+    while (child := rows.get(seen, nothing).get("superseded_by_id")) and child not in chain:
         chain.add(child)
         seen = child
     applied = {rows[pk]["applied_version"]: pk for pk in chain if pk in rows and rows[pk]["applied_version"]}
-    first_served = min((rows[pk]["decided_at"] for pk in applied.values() if rows[pk]["decided_at"]), default=None)
+    served_at: list[datetime] = [rows[pk]["decided_at"] for pk in applied.values() if rows[pk]["decided_at"]]
+    first_served = min(served_at, default=None)
     rollbacks = [
         pk for pk, row in rows.items()
         if row["source"] == Source.ROLLBACK and row["status"] == ProposalStatus.APPROVED and pk not in chain
@@ -438,7 +440,8 @@ def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
     explained: set[int] = set()  # superseded proposals whose edit/rebase event says why
     for event in events:
         details = event.details if isinstance(event.details, dict) else {}
-        common = {"at": event.created_at, "who": _who(event), "reason_code": _text(details.get("reason_code"))}
+        common: dict[str, Any] = {"at": event.created_at, "who": _who(event),
+                                  "reason_code": _text(details.get("reason_code"))}
         target = int(event.target_id) if event.target_id.isdigit() else 0
         if event.target_type == "MemoryFile":
             version = details.get("version")
@@ -457,33 +460,41 @@ def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
                 proposal_id=applied[min(undone & set(applied))], comment=_text(details.get("comment")), **common))
             continue
         step, label = _STEP_LABELS.get(event.action, ("other", event.action.removeprefix("proposal.").capitalize()))
+        position = len(steps)
         comment = _text(details.get("comment")) or _text(details.get("reason"))
         detail = ""
         if event.action == "proposal.create":
-            row = rows.get(target, {})
+            row = rows.get(target, nothing)
             source = _text(details.get("source")) or row.get("source", "")
             detail = f"{source} proposal from v{details.get('base_version', '?')}"
             comment = _text(details.get("reason"))
         elif event.action in ("proposal.edit", "proposal.rebase"):
             explained.add(target)
+            # Written after the new proposal's creation in the same
+            # transaction; read better before it.
+            position = next((i for i, s in enumerate(steps)
+                             if s.step == "created" and s.proposal_id == details.get("new_proposal")), len(steps))
             detail = f"superseded by proposal #{details.get('new_proposal')}"
             if event.action == "proposal.rebase":
                 detail = f"onto v{details.get('onto_version')}; {detail}"
-            comment = event.summary if event.action == "proposal.rebase" else comment
+            # The editor's comment is the new proposal's reason.
+            created = steps[position].comment if position < len(steps) else ""
+            comment = event.summary if event.action == "proposal.rebase" else (comment or created)
         elif event.action == "proposal.stale":
             detail = f"the file moved to v{details.get('current_version')}"
-        steps.append(TimelineStep(step=step, label=label, proposal_id=target, comment=comment, detail=detail,
-                                  **common))
+        steps.insert(position, TimelineStep(step=step, label=label, proposal_id=target, comment=comment,
+                                            detail=detail, **common))
         if event.action == "proposal.approve" and details.get("version"):
             steps.append(TimelineStep(step="served", label=f"Served as v{details['version']}", proposal_id=target,
                                       at=event.created_at, who=_who(event)))
     for pk in chain:
-        row = rows.get(pk, {})
+        row = rows.get(pk, nothing)
         newer = rows.get(row.get("superseded_by_id") or 0)
         if row.get("status") == ProposalStatus.SUPERSEDED and pk not in explained and newer:
             # A newer consolidation run replaces an older pending proposal
             # for the same file without an event of its own.
-            steps.append(TimelineStep(step="superseded", label="Superseded", at=newer["created_at"], who="system",
-                                      proposal_id=pk, detail=f"by the newer proposal #{newer['id']}"))
-    steps.sort(key=lambda s: s.at)
+            position = next((i for i, s in enumerate(steps) if s.at > newer["created_at"]), len(steps))
+            steps.insert(position, TimelineStep(
+                step="superseded", label="Superseded", at=newer["created_at"], who="system", proposal_id=pk,
+                detail=f"by the newer proposal #{newer['id']}"))
     return steps
