@@ -163,7 +163,17 @@
           target.querySelector("h2"));
   });
 
+  // Phones read a unified diff: side by side would halve the text. Only
+  // when the reviewer did not choose a layout (?view=…) themselves.
+  function unifiedOnPhones() {
+    if (!window.matchMedia || !window.matchMedia("(max-width: 700px)").matches) return;
+    if (/[?&]view=/.test(window.location.search)) return;
+    var unified = document.querySelector('#diff .toggle a[href*="view=unified"]:not([aria-current])');
+    if (unified) unified.click();
+  }
+
   function start() {
+    unifiedOnPhones();
     document.querySelectorAll("[data-keys-help]").forEach(function (button) { button.hidden = false; });
     if (window.location.hash === "#withhold") actions.w();
     focusAfterArrival();
