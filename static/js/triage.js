@@ -159,8 +159,11 @@
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;
     if (!target || target.id !== "decision") return;
-    focus(target.querySelector("#next-after-decision") || target.querySelector("[role=alert]") ||
-          target.querySelector("h2"));
+    // An outerHTML swap replaced the target: look the new panel up again.
+    var panel = document.getElementById("decision");
+    if (!panel) return;
+    focus(panel.querySelector("#next-after-decision") || panel.querySelector("[role=alert]") ||
+          panel.querySelector("h2"));
   });
 
   // Phones read a unified diff: side by side would halve the text. Only
@@ -175,7 +178,10 @@
   function start() {
     unifiedOnPhones();
     document.querySelectorAll("[data-keys-help]").forEach(function (button) { button.hidden = false; });
-    if (window.location.hash === "#withhold") actions.w();
+    if (window.location.hash === "#withhold") {
+      // After the browser's own fragment scroll, which moves focus to <body>.
+      window.addEventListener("load", function () { window.setTimeout(actions.w, 0); });
+    }
     focusAfterArrival();
   }
 
