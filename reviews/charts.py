@@ -114,16 +114,24 @@ class _Frame:
         every = max(1, math.ceil(room / max(spacing, 1)))
         shown = list(range(0, len(labels), every))
         last = len(labels) - 1
+
+        def anchor(label: str, x: float) -> str:
+            # A label at the plot's edge is aligned to it, never clipped.
+            half = len(label) * 3.25
+            return "end" if x + half > self.width else "start" if x - half < 0 else "middle"
+
         if shown and shown[-1] != last:
-            if (last - shown[-1]) * spacing < room:
+            # An end-aligned last label reaches a half label further left.
+            needed = room * (1.5 if anchor(labels[last], centers[last]) == "end" else 1)
+            if (last - shown[-1]) * spacing < needed:
                 shown.pop()
             shown.append(last)
         y = self.top + self.plot_h + 16
         return [
             format_html(
-                '<text class="chart-label" x="{}" y="{}" text-anchor="middle" font-size="11" fill="#374151">{}'
+                '<text class="chart-label" x="{}" y="{}" text-anchor="{}" font-size="11" fill="#374151">{}'
                 "</text>",
-                f"{x:.1f}", f"{y:.1f}", label,
+                f"{x:.1f}", f"{y:.1f}", anchor(label, x), label,
             )
             for i, (label, x) in enumerate(zip(labels, centers, strict=False))
             if i in shown

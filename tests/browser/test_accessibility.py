@@ -9,14 +9,13 @@ while axe runs."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memoryhub.models import Agent, AgentSession, Proposal, ProposalStatus, Role
-from tests.browser.conftest import screenshot, sign_in
+from tests.browser.conftest import sign_in
 from tests.factories import staff
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,8 +41,10 @@ def too_wide(page: Any) -> list[str]:
       const out = [];
       for (const el of document.querySelectorAll('body *')) {
         const box = el.getBoundingClientRect();
-        if (box.right > width + 0.5 && box.width > 0 && ![...el.children].some(c => c.getBoundingClientRect().right > width + 0.5)) {
-          out.push(el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ').join('.') : '') + ' ' + Math.round(box.right));
+        const sticksOut = e => e.getBoundingClientRect().right > width + 0.5;
+        if (sticksOut(el) && box.width > 0 && ![...el.children].some(sticksOut)) {
+          const cls = typeof el.className === 'string' && el.className ? '.' + el.className.split(' ').join('.') : '';
+          out.push(el.tagName.toLowerCase() + cls + ' ' + Math.round(box.right));
         }
       }
       return out.slice(0, 6);
@@ -164,5 +165,4 @@ def test_the_sign_in_and_two_factor_pages_pass_axe_and_fit_a_phone(browser, live
         if viewport["width"] < 700 and sideways_scroll(page):
             failures[f"2fa-enrol scrolls @{viewport['width']}"] = sideways_scroll(page)
         context.close()
-        time.sleep(0)
     assert not failures, report(failures)
