@@ -114,7 +114,8 @@
       return focus(details.querySelector("textarea"));
     },
     "w": function () {
-      var details = document.getElementById("withhold");
+      var summary = document.getElementById("withhold"); // the file history's withhold form
+      var details = summary && summary.closest("details");
       if (details) { details.open = true; return focus(details.querySelector("textarea")); }
       return follow(key("withhold"));
     },
