@@ -468,6 +468,8 @@ def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
             source = _text(details.get("source")) or row.get("source", "")
             detail = f"{source} proposal from v{details.get('base_version', '?')}"
             comment = _text(details.get("reason"))
+            if common["who"] == "system" and source == Source.CONSOLIDATION:
+                common["who"] = "consolidation run"
         elif event.action in ("proposal.edit", "proposal.rebase"):
             explained.add(target)
             # Written after the new proposal's creation in the same

@@ -18,9 +18,14 @@
 
   var FOCUS_FLAG = "mh-triage-focus";
 
+  // Fields that take typed text (a focused checkbox, e.g. in the queue, does not).
+  var NOT_TEXT = ["checkbox", "radio", "button", "submit", "reset", "image", "range", "color", "file"];
+
   function typing(target) {
-    return target instanceof Element &&
-      target.closest("input, textarea, select, [contenteditable]:not([contenteditable=false])") !== null;
+    if (!(target instanceof Element)) return false;
+    var field = target.closest("input, textarea, select, [contenteditable]:not([contenteditable=false])");
+    if (!field) return false;
+    return !(field instanceof HTMLInputElement && NOT_TEXT.indexOf(field.type) >= 0);
   }
 
   function key(name) {

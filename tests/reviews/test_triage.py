@@ -228,8 +228,8 @@ def test_the_timeline_shows_a_rebase_onto_the_version_that_made_it_stale(agent, 
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- a\n- c\n")
     rebased = services.rebase_proposal(proposal_id=stale.pk, reviewer=reviewer2)
     steps = [(s.step, s.who, s.proposal_id) for s in selectors.proposal_timeline(rebased)]
-    assert steps == [("created", "system", stale.pk), ("rebased", "rob", stale.pk),
-                     ("created", "system", rebased.pk)]
+    assert steps == [("created", "consolidation run", stale.pk), ("rebased", "rob", stale.pk),
+                     ("created", "consolidation run", rebased.pk)]
     rebase = selectors.proposal_timeline(rebased)[1]
     assert rebase.detail == f"onto v2; superseded by proposal #{rebased.pk}" and "merged cleanly" in rebase.comment
 
