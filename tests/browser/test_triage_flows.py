@@ -209,3 +209,33 @@ def test_the_queue_and_a_proposal_fit_a_phone(browser, live_server, world):
     assert page.evaluate(no_sideways)
     assert errors == []
     context.close()
+
+
+WRAPPED_WORDS = """() => {
+  // Words (numbers, encodings) in the size table that the layout broke across lines.
+  const broken = [];
+  for (const cell of document.querySelectorAll('table.size th, table.size td')) {
+    for (const node of cell.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+      for (const word of node.textContent.trim().split(/\\s+/)) {
+        const start = node.textContent.indexOf(word);
+        const range = document.createRange();
+        range.setStart(node, start);
+        range.setEnd(node, start + word.length);
+        if (range.getClientRects().length > 1) broken.push(word);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1000])
+def test_the_size_table_never_breaks_a_word(browser, live_server, world, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sign_in(page, live_server, "rita-reviewer", PASSWORD)
+    page.goto(f"{live_server.url}/proposals/{world['proposals'][0].pk}/")
+    assert page.locator("table.size td").count() >= 6
+    assert page.evaluate(WRAPPED_WORDS) == []
+    context.close()
