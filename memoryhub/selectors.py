@@ -283,6 +283,13 @@ def audit_events(
     return events.select_related("workspace", "actor_user", "actor_agent", "agent").order_by("-created_at", "-id")
 
 
+def files_by_id(ids: list[int]) -> dict[int, MemoryFile]:
+    """The memory files audit events on one page point at, with their agents."""
+    if not ids:
+        return {}
+    return {f.pk: f for f in MemoryFile.objects.filter(pk__in=ids).select_related("agent")}
+
+
 def audit_actions(workspace_ids: list[int]) -> list[str]:
     return list(
         AuditEvent.objects.filter(workspace_id__in=workspace_ids)
@@ -346,3 +353,150 @@ def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
         runs_by_status=by_status,
         spend=spend,
     )
+
+
+# --- a proposal's timeline ------------------------------------------------------------------
+
+_STEP_LABELS = {
+    "proposal.create": ("created", "Created"),
+    "proposal.edit": ("edited", "Edited by a reviewer"),
+    "proposal.rebase": ("rebased", "Rebased"),
+    "proposal.stale": ("stale", "Went stale"),
+    "proposal.approve": ("decided", "Approved"),
+    "proposal.reject": ("decided", "Rejected"),
+    "proposal.withdraw": ("decided", "Withdrawn by its author"),
+    "proposal.claim": ("claimed", "Claimed"),
+    "proposal.unclaim": ("claimed", "Unclaimed"),
+    "file.withhold": ("withheld", "Withheld from service"),
+    "file.release": ("served", "Served again"),
+}
+
+
+@dataclass(frozen=True)
+class TimelineStep:
+    """One thing that happened to a proposal (or to the revision chain it
+    belongs to, or to the version it put into service)."""
+
+    step: str  # created, edited, rebased, superseded, stale, claimed, decided, served, withheld, rolled_back
+    label: str
+    at: datetime
+    who: str
+    proposal_id: int
+    comment: str = ""
+    reason_code: str = ""
+    detail: str = ""
+
+
+def _who(event: AuditEvent) -> str:
+    if event.actor_username:
+        return event.actor_username
+    if event.actor_agent_id is not None and event.actor_agent is not None:
+        return f"agent {event.actor_agent.slug}"
+    return "system"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
+    """created → edited → rebased → superseded → claimed → decided → served /
+    withheld / rolled back, for the proposal and every revision in its
+    chain, oldest first. Built from the audit log (who, when, comment,
+    reason code) and the file's proposals; two queries, however long the
+    chain or the file's history."""
+    rows: dict[int, dict[str, Any]] = {
+        row["id"]: dict(row)
+        for row in Proposal.objects.filter(agent_id=proposal.agent_id, kind=proposal.kind, user_ref=proposal.user_ref)
+        .values("id", "revises_id", "superseded_by_id", "status", "created_at", "applied_version", "source",
+                "rollback_to", "decided_at")
+    }
+    chain = {proposal.pk}
+    seen = proposal.pk
+    nothing: dict[str, Any] = {}
+    while (parent := rows.get(seen, nothing).get("revises_id")) and parent not in chain:
+        chain.add(parent)
+        seen = parent
+    seen = proposal.pk
+    while (child := rows.get(seen, nothing).get("superseded_by_id")) and child not in chain:
+        chain.add(child)
+        seen = child
+    applied = {rows[pk]["applied_version"]: pk for pk in chain if pk in rows and rows[pk]["applied_version"]}
+    served_at: list[datetime] = [rows[pk]["decided_at"] for pk in applied.values() if rows[pk]["decided_at"]]
+    first_served = min(served_at, default=None)
+    rollbacks = [
+        pk for pk, row in rows.items()
+        if row["source"] == Source.ROLLBACK and row["status"] == ProposalStatus.APPROVED and pk not in chain
+        and first_served is not None and row["decided_at"] and row["decided_at"] > first_served
+    ]
+    wanted = Q(target_type="Proposal", target_id__in=[str(pk) for pk in (*chain, *rollbacks)])
+    if applied:
+        wanted |= Q(target_type="MemoryFile", agent_id=proposal.agent_id, user_ref=proposal.user_ref,
+                    action__in=("file.withhold", "file.release"), details__kind=proposal.kind,
+                    created_at__gte=first_served)
+    events = AuditEvent.objects.filter(wanted).select_related("actor_agent").order_by("created_at", "id")
+
+    steps: list[TimelineStep] = []
+    explained: set[int] = set()  # superseded proposals whose edit/rebase event says why
+    for event in events:
+        details = event.details if isinstance(event.details, dict) else {}
+        common: dict[str, Any] = {"at": event.created_at, "who": _who(event),
+                                  "reason_code": _text(details.get("reason_code"))}
+        target = int(event.target_id) if event.target_id.isdigit() else 0
+        if event.target_type == "MemoryFile":
+            version = details.get("version")
+            if version not in applied:
+                continue
+            step, label = _STEP_LABELS[event.action]
+            steps.append(TimelineStep(step=step, label=f"{label} (v{version})", proposal_id=applied[version],
+                                      comment=_text(details.get("reason")), **common))
+            continue
+        if target in rollbacks:
+            undone = set(details.get("undone_versions") or [])
+            if event.action != "proposal.approve" or not undone & set(applied):
+                continue
+            steps.append(TimelineStep(
+                step="rolled_back", label=f"Rolled back to v{details.get('rollback_to')} by proposal #{target}",
+                proposal_id=applied[min(undone & set(applied))], comment=_text(details.get("comment")), **common))
+            continue
+        step, label = _STEP_LABELS.get(event.action, ("other", event.action.removeprefix("proposal.").capitalize()))
+        position = len(steps)
+        comment = _text(details.get("comment")) or _text(details.get("reason"))
+        detail = ""
+        if event.action == "proposal.create":
+            row = rows.get(target, nothing)
+            source = _text(details.get("source")) or row.get("source", "")
+            detail = f"{source} proposal from v{details.get('base_version', '?')}"
+            comment = _text(details.get("reason"))
+            if common["who"] == "system" and source == Source.CONSOLIDATION:
+                common["who"] = "consolidation run"
+        elif event.action in ("proposal.edit", "proposal.rebase"):
+            explained.add(target)
+            # Written after the new proposal's creation in the same
+            # transaction; read better before it.
+            position = next((i for i, s in enumerate(steps)
+                             if s.step == "created" and s.proposal_id == details.get("new_proposal")), len(steps))
+            detail = f"superseded by proposal #{details.get('new_proposal')}"
+            if event.action == "proposal.rebase":
+                detail = f"onto v{details.get('onto_version')}; {detail}"
+            # The editor's comment is the new proposal's reason.
+            created = steps[position].comment if position < len(steps) else ""
+            comment = event.summary if event.action == "proposal.rebase" else (comment or created)
+        elif event.action == "proposal.stale":
+            detail = f"the file moved to v{details.get('current_version')}"
+        steps.insert(position, TimelineStep(step=step, label=label, proposal_id=target, comment=comment,
+                                            detail=detail, **common))
+        if event.action == "proposal.approve" and details.get("version"):
+            steps.append(TimelineStep(step="served", label=f"Served as v{details['version']}", proposal_id=target,
+                                      at=event.created_at, who=_who(event)))
+    for pk in chain:
+        row = rows.get(pk, nothing)
+        newer = rows.get(row.get("superseded_by_id") or 0)
+        if row.get("status") == ProposalStatus.SUPERSEDED and pk not in explained and newer:
+            # A newer consolidation run replaces an older pending proposal
+            # for the same file without an event of its own.
+            position = next((i for i, s in enumerate(steps) if s.at > newer["created_at"]), len(steps))
+            steps.insert(position, TimelineStep(
+                step="superseded", label="Superseded", at=newer["created_at"], who="system", proposal_id=pk,
+                detail=f"by the newer proposal #{newer['id']}"))
+    return steps

@@ -30,6 +30,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -427,6 +428,8 @@ def audit(request: HttpRequest) -> HttpResponseBase:
     query.pop("page", None)
     query.pop("format", None)
     template_name = "reviews/admin/audit.html"
+    events_on_page = list(page.object_list)
+    page.object_list = events_on_page
     if _fragment(request):
         template_name += "#results"
     return _vary(TemplateResponse(
@@ -439,8 +442,35 @@ def audit(request: HttpRequest) -> HttpResponseBase:
             "actions": actions,
             "agents": services.visible_agents(request.user).values_list("slug", flat=True),
             "query": query.urlencode(),
+            "links": audit_target_links(events_on_page),
         },
     ))
+
+
+def audit_target_links(events: list[AuditEvent]) -> dict[int, str]:
+    """Event id → the console page of its target, where there is one (one
+    query for the memory files on the page, none for the rest)."""
+    files = selectors.files_by_id(
+        [int(e.target_id) for e in events if e.target_type == "MemoryFile" and e.target_id.isdigit()]
+    )
+    links: dict[int, str] = {}
+    for event in events:
+        target, pk = event.target_type, event.target_id
+        if not pk.isdigit():
+            continue
+        if target == "Proposal":
+            links[event.pk] = reverse("proposal", args=[int(pk)])
+        elif target == "AgentSession":
+            links[event.pk] = reverse("session", args=[int(pk)])
+        elif target == "Change":
+            links[event.pk] = f"{reverse('changes')}#change-{pk}"
+        elif target == "Agent" and event.agent is not None:
+            links[event.pk] = reverse("agent", args=[event.agent.slug])
+        elif target == "MemoryFile" and int(pk) in files:
+            file = files[int(pk)]
+            url = reverse("file-history", args=[file.agent.slug, file.kind])
+            links[event.pk] = f"{url}?{urlencode({'user': file.user_ref})}" if file.user_ref else url
+    return links
 
 
 # --- dashboard ---------------------------------------------------------------------------

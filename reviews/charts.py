@@ -65,9 +65,10 @@ def _describe(labels: Sequence[str], series: Sequence[Series], unit: str) -> str
 class _Frame:
     """Plot area, y axis with round ticks, x labels and legend."""
 
-    def __init__(self, *, width: int, height: int, y_max: float, n_series: int) -> None:
+    def __init__(self, *, width: int, height: int, y_max: float, n_series: int, unit: str = "") -> None:
         self.width, self.height = width, height
-        self.left, self.right, self.top = 56, 12, 12
+        # The unit gets a line of its own above the plot, clear of the top tick.
+        self.left, self.right, self.top = 56, 12, 26 if unit else 12
         self.bottom = 44 + (18 if n_series > 1 else 0)
         self.plot_w = width - self.left - self.right
         self.plot_h = height - self.top - self.bottom
@@ -100,22 +101,40 @@ class _Frame:
         ))
         if unit:
             out.append(format_html(
-                '<text class="chart-unit" x="4" y="{}" font-size="11" fill="#374151">{}</text>', self.top + 4, unit,
+                '<text class="chart-unit" x="4" y="12" font-size="11" fill="#374151">{}</text>', unit,
             ))
         return out
 
     def x_labels(self, labels: Sequence[str], centers: Sequence[float]) -> list[SafeString]:
-        # Thin out labels so they never overlap: about 56 px per label.
-        every = max(1, math.ceil(len(labels) * 56 / max(self.plot_w, 1)))
+        # Thin out labels so they never overlap: each needs about 6.5 px a
+        # character at font-size 11, plus a gap. The last label is always
+        # shown; the one before it on the stride goes if they would touch.
+        room = max(40.0, max((len(label) for label in labels), default=0) * 6.5 + 14)
+        spacing = (centers[1] - centers[0]) if len(centers) > 1 else float(self.plot_w)
+        every = max(1, math.ceil(room / max(spacing, 1)))
+        shown = list(range(0, len(labels), every))
+        last = len(labels) - 1
+
+        def anchor(label: str, x: float) -> str:
+            # A label at the plot's edge is aligned to it, never clipped.
+            half = len(label) * 3.25
+            return "end" if x + half > self.width else "start" if x - half < 0 else "middle"
+
+        if shown and shown[-1] != last:
+            # An end-aligned last label reaches a half label further left.
+            needed = room * (1.5 if anchor(labels[last], centers[last]) == "end" else 1)
+            if (last - shown[-1]) * spacing < needed:
+                shown.pop()
+            shown.append(last)
         y = self.top + self.plot_h + 16
         return [
             format_html(
-                '<text class="chart-label" x="{}" y="{}" text-anchor="middle" font-size="11" fill="#374151">{}'
+                '<text class="chart-label" x="{}" y="{}" text-anchor="{}" font-size="11" fill="#374151">{}'
                 "</text>",
-                f"{x:.1f}", f"{y:.1f}", label,
+                f"{x:.1f}", f"{y:.1f}", anchor(label, x), label,
             )
             for i, (label, x) in enumerate(zip(labels, centers, strict=False))
-            if i % every == 0 or i == len(labels) - 1
+            if i in shown
         ]
 
     def legend(self, series: Sequence[Series], colors: Sequence[str]) -> list[SafeString]:
@@ -173,7 +192,7 @@ def bar_chart(
     if _is_empty(labels, series):
         return _empty(title=title, width=width, height=height, kind="bar", message=empty_message)
     top = max((v for s in series for v in s.values), default=0)
-    frame = _Frame(width=width, height=height, y_max=top, n_series=len(series))
+    frame = _Frame(width=width, height=height, y_max=top, n_series=len(series), unit=unit)
     colors = _colors(series)
     group_w = frame.plot_w / len(labels)
     bar_w = max(1.0, group_w * 0.8 / len(series))
@@ -212,7 +231,7 @@ def line_chart(
     if _is_empty(labels, series):
         return _empty(title=title, width=width, height=height, kind="line", message=empty_message)
     top = max((v for s in series for v in s.values), default=0)
-    frame = _Frame(width=width, height=height, y_max=top, n_series=len(series))
+    frame = _Frame(width=width, height=height, y_max=top, n_series=len(series), unit=unit)
     colors = _colors(series)
     step = frame.plot_w / max(len(labels) - 1, 1)
     xs = [frame.left + (i * step if len(labels) > 1 else frame.plot_w / 2) for i in range(len(labels))]

@@ -22,6 +22,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -154,12 +155,47 @@ class QueueFilterForm(forms.Form):
         return proposals
 
 
+# The queue's filter travels with the reviewer: onto each proposal's URL and
+# into its decision forms, so "Approve & next" stays within the same filter.
+QUEUE_FILTERS = ("status", "workspace", "agent", "user", "file", "source", "older_than")
+QUEUE_ORDER = ("created_at", "id")
+
+
+def queue_filter_query(request: HttpRequest) -> str:
+    """The queue filters of this request as a query string ("" when none)."""
+    params = [(key, request.GET[key]) for key in QUEUE_FILTERS if request.GET.get(key)]
+    return urlencode(params)
+
+
+def _queue_proposals(request: HttpRequest, agents: list[Any] | None = None) -> tuple[QueueFilterForm, Any]:
+    agents = list(services.visible_agents(request.user)) if agents is None else agents
+    data = {key: request.GET[key] for key in QUEUE_FILTERS if key in request.GET}
+    form = QueueFilterForm(data or None, agents=agents)
+    return form, form.apply(services.visible_proposals(request.user)).order_by(*QUEUE_ORDER)
+
+
+def _neighbours(request: HttpRequest, proposal: Proposal) -> tuple[Proposal | None, Proposal | None]:
+    """The proposals before and after this one in the queue as filtered and
+    sorted by the reviewer; after the last one, the first one still waiting
+    (the reviewer may have skipped it). Two queries, whatever the queue size."""
+    _form, proposals = _queue_proposals(request)
+    proposals = proposals.exclude(pk=proposal.pk).select_related(None).only("id", "created_at")
+    later = Q(created_at__gt=proposal.created_at) | Q(created_at=proposal.created_at, id__gt=proposal.pk)
+    after = proposals.filter(later).first() or proposals.first()
+    before = proposals.exclude(later).order_by("-created_at", "-id").first()
+    return before, after
+
+
+def _proposal_url(pk: int, query: str) -> str:
+    url = reverse("proposal", args=[pk])
+    return f"{url}?{query}" if query else url
+
+
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     agents = list(services.visible_agents(request.user))
-    form = QueueFilterForm(request.GET or None, agents=agents)
-    proposals = form.apply(services.visible_proposals(request.user)).order_by("created_at", "id")
+    form, proposals = _queue_proposals(request, agents)
     page = Paginator(proposals, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     # The queue may promise review only for agents under `review`: name the others.
     direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
@@ -176,6 +212,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             "has_agents": bool(agents),
             "direct_named": direct[:DIRECT_NAMED],
             "direct_more": max(0, len(direct) - DIRECT_NAMED),
+            "queue_query": queue_filter_query(request),
         },
     ))
 
@@ -225,8 +262,17 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
     current = proposal.status == ProposalStatus.PENDING and not behind
     options = _diff_options(request)
     revises = proposal.revises if proposal.revises_id else None
+    query = queue_filter_query(request)
+    before, after = _neighbours(request, proposal)
     return {
         "proposal": proposal,
+        "queue_query": query,
+        "action_url": _proposal_url(proposal.pk, query),
+        "queue_url": reverse("queue") + (f"?{query}" if query else ""),
+        "previous_url": _proposal_url(before.pk, query) if before else "",
+        "next_url": _proposal_url(after.pk, query) if after else "",
+        "next_pk": after.pk if after else None,
+        "timeline": selectors.proposal_timeline(proposal),
         "agent": agent,
         "current_version": current_version,
         "behind": behind,
@@ -311,7 +357,17 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             # htmx swaps only 2xx answers by default; the error is in the fragment.
             return TemplateResponse(request, template_name + "#decision", context)
         return TemplateResponse(request, template_name, context, status=exc.status)
-    url = reverse("proposal", args=[(target or proposal).pk])
+    query = queue_filter_query(request)
+    url = _proposal_url((target or proposal).pk, query)
+    if target is None and request.POST.get("next"):
+        # "Approve & next" / "Reject & next": on to the next proposal waiting
+        # in the reviewer's filter, or back to the (now shorter) queue.
+        _before, after = _neighbours(request, proposal)
+        url = _proposal_url(after.pk, query) if after else reverse("queue") + (f"?{query}" if query else "")
+        if after is None:
+            done += " Nothing else is waiting in this filter."
+        messages.success(request, done)
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     if target is not None or not request.htmx:
         messages.success(request, done)
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

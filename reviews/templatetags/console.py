@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 from memoryhub import services
 from memoryhub.models import Membership
@@ -38,3 +41,41 @@ def staff_roles(user: Any) -> str:
 @register.filter
 def percent_of(value: int, limit: int) -> int:
     return int(value * 100 / limit) if limit else 0
+
+
+@register.filter
+def ago(value: datetime | None, now: datetime | None = None) -> str:
+    """"3 hours ago", or "just now" under a minute (Django's timesince says
+    "0 minutes", which reads like a bug)."""
+    if not value:
+        return ""
+    now = now or timezone.now()
+    if now - value < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(value, now)} ago"
+
+
+@register.filter
+def detail_items(details: Any) -> list[tuple[str, str]]:
+    """An audit event's details as (label, text) pairs for a <dl>: keys
+    become words, lists are joined, nested objects flattened one level."""
+    if not isinstance(details, dict):
+        return [("Details", _plain(details))] if details not in (None, "", [], {}) else []
+    return [(str(key).replace("_", " ").capitalize(), _plain(value)) for key, value in details.items()]
+
+
+def _plain(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value) if value else "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{str(k).replace('_', ' ')}: {_plain(v)}" for k, v in value.items()) if value else "none"
+    return str(value)
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    return mapping.get(key) if isinstance(mapping, dict) else None

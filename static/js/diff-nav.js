@@ -43,6 +43,7 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    if (document.querySelector("dialog[open]")) return; // a modal dialog has the keyboard
     if (event.key === "n") { event.preventDefault(); step(1); }
     else if (event.key === "p") { event.preventDefault(); step(-1); }
   });

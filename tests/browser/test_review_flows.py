@@ -92,11 +92,11 @@ def test_a_reviewer_rejects_with_a_comment(page, live_server, world):
     proposal = consolidation_proposal(world)
     sign_in(page, live_server, "rita-reviewer", PASSWORD)
     page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
-    page.get_by_role("button", name="Reject").click()  # the browser keeps an empty required comment back
+    page.get_by_role("button", name="Reject", exact=True).click()  # the browser keeps an empty required comment back
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING
     page.get_by_label("Why reject?").fill("The move date is not confirmed yet.")
-    page.get_by_role("button", name="Reject").click()
+    page.get_by_role("button", name="Reject", exact=True).click()
     page.locator(".status .status-rejected").wait_for()
     proposal.refresh_from_db()
     assert (proposal.status, proposal.decision_comment) == ("rejected", "The move date is not confirmed yet.")
@@ -151,7 +151,7 @@ def test_an_admin_edits_soul_and_a_different_reviewer_approves_it(page, live_ser
     page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
     page.get_by_text("someone else approves or rejects it (four-eyes rule)").wait_for()
     assert page.get_by_role("button", name="Approve and serve").count() == 0
-    assert page.get_by_role("button", name="Reject").count() == 0
+    assert page.get_by_role("button", name="Reject", exact=True).count() == 0
     assert page.get_by_role("button", name="Withdraw").is_visible()
     assert "careful and warm" not in served_context(live_server, world["key"])["system_prompt"]
     assert page.console_errors == []

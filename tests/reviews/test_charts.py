@@ -103,3 +103,43 @@ def test_each_chart_gets_unique_ids_for_its_accessible_name():
     first = parse(charts.bar_chart(title="A", labels=["x"], series=[charts.Series("s", [1])]))
     second = parse(charts.bar_chart(title="B", labels=["x"], series=[charts.Series("s", [1])]))
     assert first.get("aria-labelledby") != second.get("aria-labelledby")
+
+
+def label_boxes(root: ET.Element, cls: str) -> list[tuple[float, float, float]]:
+    """(left, right, baseline) of each text of a class, at 6.5 px a character (font-size 11)."""
+    boxes = []
+    for el in root.iter(f"{{{NS['svg']}}}text"):
+        if el.get("class") != cls:
+            continue
+        x, width = float(el.get("x", 0)), len(el.text or "") * 6.5
+        anchor = el.get("text-anchor", "start")
+        left = x - width / 2 if anchor == "middle" else x - width if anchor == "end" else x
+        boxes.append((left, left + width, float(el.get("y", 0))))
+    return boxes
+
+
+def test_day_labels_never_collide_even_with_the_last_one_forced_in():
+    # 14 day labels as the dashboard draws them: the stride used to show
+    # "Nov 29" and "Nov 30" side by side.
+    labels = [f"Nov {d:02d}" for d in range(17, 31)]
+    for chart in (charts.bar_chart, charts.line_chart):
+        root = parse(chart(title="Days", labels=labels, series=[charts.Series("s", list(range(14)))]))
+        boxes = label_boxes(root, "chart-label")
+        assert "Nov 30" in texts(root) and "Nov 17" in texts(root)
+        assert boxes[0][0] >= 0 and boxes[-1][1] <= 640  # nothing clipped at either edge
+        assert all(left_next - right > 4 for (_, right, _), (left_next, _, _) in zip(boxes, boxes[1:], strict=False))
+
+
+def test_long_category_labels_are_thinned_by_their_length():
+    labels = ["succeeded", "no_change", "failed_with_a_long_reason", "queued", "running", "skipped"] * 3
+    root = parse(charts.bar_chart(title="Runs", labels=labels, series=[charts.Series("s", [1] * len(labels))]))
+    boxes = label_boxes(root, "chart-label")
+    assert all(left_next - right > 4 for (_, right, _), (left_next, _, _) in zip(boxes, boxes[1:], strict=False))
+
+
+def test_the_unit_sits_above_the_plot_clear_of_the_top_tick():
+    root = parse(charts.bar_chart(title="Cost", labels=["a", "b"], series=[charts.Series("s", [1000, 2000])],
+                                  unit="USD"))
+    (unit_left, unit_right, unit_y), = label_boxes(root, "chart-unit")
+    top_tick = min(label_boxes(root, "chart-tick"), key=lambda box: box[2])
+    assert unit_y + 11 <= top_tick[2] or unit_right < top_tick[0]
