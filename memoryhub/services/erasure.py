@@ -161,6 +161,11 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
     counts["sessions_ended"] = sessions.filter(ended_at__isnull=True).update(ended_at=now)
     sessions.update(user_ref=alias, external_id="", context={}, parts=[])
 
+    # A run still queued or running for the user would write a proposal
+    # from what it read before the erasure: end it here, so its fenced
+    # finish (status=RUNNING) matches nothing and writes nothing.
+    counts["runs_cancelled"] = subject.runs().filter(status__in=("queued", "running")).update(
+        status="failed", error=f"Cancelled: the user was erased ({by}).", finished_at=now, lease_expires_at=None)
     counts["runs"] = redaction.redact(what="run", ids=subject.runs().values_list("id", flat=True), by=by,
                                       pseudonym=alias, at=now)
     from django.apps import apps

@@ -313,3 +313,22 @@ def test_a_user_who_comes_back_can_be_erased_again(world):
     assert records[0].pseudonym != records[1].pseudonym == second.user_ref
     assert not MemoryFile.objects.filter(user_ref="alice").exists()
     assert "MARKAGAIN" not in json.dumps(list(MemoryFile.history.values_list("content", flat=True)))
+
+
+def test_a_run_in_flight_for_the_user_writes_nothing_after_the_erasure(world):
+    from consolidation.models import ConsolidationRun, RunStatus
+
+    agent = world["agent"]
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="cust-9", content="- likes trains")
+    run, _ = consolidation.trigger_run(agent=agent, user_ref="cust-9")
+    assert consolidation.claim_run(run_id=run.pk)
+    in_flight = ConsolidationRun.objects.select_related("agent__workspace").get(pk=run.pk)  # what the worker holds
+
+    _erase(world, "cust-9")
+
+    with transaction.atomic():
+        finished = consolidation._finish(in_flight, status=RunStatus.SUCCEEDED)
+    assert not finished  # the fence matched nothing: no proposal is written after it
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.error.startswith("[REDACTED")
+    assert not Proposal.objects.filter(agent=agent, user_ref="cust-9").exists()
