@@ -14,6 +14,7 @@ positive paths run too, and every operation must answer 2xx at least once.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -262,6 +263,20 @@ def flatmap_body(context: Any, body: Any) -> st.SearchStrategy[Any]:
     state, so their success path is reached too."""
     steer = _STEERED_BODIES.get(context.operation.path.rsplit("/", 1)[-1])
     return st.just(body) if steer is None else _half_the_time(body, steer())
+
+
+_IDEMPOTENCY_KEYS = itertools.count()
+
+
+@schema.hook
+def map_headers(context: Any, headers: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A client sends a new Idempotency-Key with each new request. Generated
+    keys repeat across different bodies, which is answered 422
+    `idempotency_key_reused` (tests/memoryhub/test_idempotency.py tests that
+    answer) and would hide every success path of the write operations."""
+    if isinstance(headers, dict) and "Idempotency-Key" in headers:
+        return {**headers, "Idempotency-Key": f"schema-{next(_IDEMPOTENCY_KEYS)}"}
+    return headers
 
 
 @pytest.fixture
