@@ -252,7 +252,8 @@ class ProposalBulkView(StaffAPIView):
         ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=2**31 - 1),
                                     allow_empty=False)
         action = serializers.ChoiceField(choices=["approve", "reject"])
-        reason_code = TextField(max_length=32)
+        # Required; checked by the service, which says so the same way everywhere.
+        reason_code = TextField(required=False, allow_blank=True, default="", max_length=32)
         comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
 
     class OutputSerializer(serializers.Serializer):

@@ -669,7 +669,8 @@ def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
             return proposal
         if proposal.claimed_by_id is not None:
             raise errors.Claimed(
-                f"{proposal.claimer_name} claimed this proposal already; they or an admin release the claim first.",
+                f"This proposal is claimed already: {proposal.claimer_name} holds the claim; they or an admin "
+                "release it first.",
                 claimed_by=proposal.claimer_name,
             )
         proposal.claimed_by = actor
@@ -692,7 +693,8 @@ def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
             raise errors.Invalid("This proposal is not claimed.")
         holder = proposal.claimer_name
         if proposal.claimed_by_id != getattr(actor, "pk", None) and role not in (*ADMIN_ROLES, "system"):
-            raise errors.PermissionDenied(f"{holder} claimed this proposal; only they or an admin release the claim.")
+            raise errors.PermissionDenied(f"This proposal is claimed by someone else: only {holder} or an admin "
+                                          "releases the claim.")
         proposal.claimed_by = None
         proposal.claimed_by_username = ""
         proposal.claimed_at = None
