@@ -10,13 +10,14 @@ queries for one row or a hundred.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Sum, When
-from django.db.models.functions import Coalesce, Length, TruncDate
+from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
 from memoryhub import services
@@ -78,16 +79,34 @@ def sla_state(*, created_at: datetime, sla_hours: int, now: datetime) -> str:
 
 
 def with_review_facts(proposals: QuerySet[Proposal]) -> QuerySet[Proposal]:
-    """Queue rows with `related`: how many other pending proposals name the
-    same file (a subquery, so a page of 25 costs what a page of 1 does)."""
-    siblings = (
-        Proposal.objects.filter(agent_id=OuterRef("agent_id"), kind=OuterRef("kind"), user_ref=OuterRef("user_ref"),
-                                status=ProposalStatus.PENDING)
-        .exclude(pk=OuterRef("pk")).order_by().values("agent_id").annotate(n=Count("id")).values("n")
-    )
-    return proposals.select_related("claimed_by").annotate(
-        related=Coalesce(Subquery(siblings, output_field=IntegerField()), 0)
-    )
+    """Queue rows with their claimer joined and without the texts the queue
+    never shows: the database sorts every matching row before it cuts a
+    page, and with the file contents in each row that sort was most of the
+    page's time at 1,000 pending."""
+    return proposals.select_related("claimed_by").defer("base_content", "proposed_content", "diff", "rationale",
+                                                        "pii")
+
+
+def attach_related(page: Iterable[Proposal]) -> None:
+    """Set `related` on each row of a page: how many other pending proposals
+    name the same file. One query for the page's files, after the page is
+    cut: a subquery in the list's SELECT would run for every row the
+    database sorts, not only the 25 shown."""
+    rows = list(page)
+    files = {(p.agent_id, p.kind, p.user_ref) for p in rows}
+    counts: dict[tuple[int, str, str], int] = {}
+    if files:
+        # IN lists use the (agent, user_ref, kind, status) index; combinations
+        # that are not on the page are counted too and simply not looked up.
+        counts = {
+            (row["agent_id"], row["kind"], row["user_ref"]): row["n"]
+            for row in Proposal.objects.pending().filter(
+                agent_id__in={f[0] for f in files}, user_ref__in={f[2] for f in files}, kind__in={f[1] for f in files}
+            ).order_by().values("agent_id", "kind", "user_ref").annotate(n=Count("id"))
+        }
+    for p in rows:
+        pending = counts.get((p.agent_id, p.kind, p.user_ref), 0)
+        p.related = pending - (1 if p.status == ProposalStatus.PENDING else 0)  # type: ignore[attr-defined]
 
 
 def related_proposals(proposal: Proposal) -> list[Proposal]:

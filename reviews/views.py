@@ -187,6 +187,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     proposals = selectors.with_review_facts(form.apply(services.visible_proposals(request.user), user=request.user))
     page = Paginator(proposals, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     now = timezone.now()
+    selectors.attach_related(page.object_list)
     for p in page.object_list:
         p.sla = selectors.sla_state(created_at=p.created_at, sla_hours=p.agent.workspace.sla_hours, now=now)
     # The queue may promise review only for agents under `review`: name the others.
