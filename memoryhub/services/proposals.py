@@ -416,8 +416,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
             user_ref=proposal.user_ref,
             target=proposal,
             summary=f"Proposal #{proposal.pk} is stale: {proposal.kind} is at v{current}, not v{proposal.base_version}",
-            details={"base_version": proposal.base_version, "current_version": current,
-                     **({"batch": batch} if batch else {})},
+            details={"base_version": proposal.base_version, "current_version": current},
         )
         return stale_error(current_version=current)
     # Rules may have tightened since the proposal was made.

@@ -105,12 +105,12 @@ def test_a_bulk_approve_decides_the_clean_proposals_and_lists_each_refusal(mixed
 
 
 def test_every_item_of_a_batch_has_one_audit_event_under_the_batch_id(mixed_batch, reviewer):
-    ids = [mixed_batch["clean"][0].pk, mixed_batch["own"].pk, mixed_batch["persona"].pk]
+    ids = [mixed_batch["clean"][0].pk, mixed_batch["own"].pk, mixed_batch["persona"].pk, mixed_batch["stale"].pk]
     result = services.decide_bulk(ids=ids, action="approve", reason_code="accurate", actor=reviewer)
     events = AuditEvent.objects.filter(details__batch=result.batch)
     assert sorted((e.target_id, e.action) for e in events) == sorted([
         (str(ids[0]), "proposal.approve"), (str(ids[1]), "proposal.bulk_refused"),
-        (str(ids[2]), "proposal.bulk_refused"),
+        (str(ids[2]), "proposal.bulk_refused"), (str(ids[3]), "proposal.bulk_refused"),
     ])
     assert {e.details["reason_code"] for e in events} == {"accurate"}
 
