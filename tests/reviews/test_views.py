@@ -271,8 +271,9 @@ def test_it_shows_four_eyes_as_an_error_and_changes_nothing(agent, admin):
 
 
 def test_it_refuses_a_reject_without_a_comment(reviewer, proposal):
-    # A comment or a reason code says why (issue 14): neither is refused.
     client = client_for(reviewer)
+    page = client.get(url(proposal)).content.decode()
+    assert 'name="comment" rows="2" required' in page
     response = client.post(url(proposal), {"action": "reject", "comment": "  "})
     assert response.status_code == 400
     assert "saying why you reject this proposal is required" in response.content.decode()
