@@ -164,6 +164,10 @@ class ProposalListView(StaffAPIView):
             OpenApiParameter("file", str, enum=FileKind.values),
             OpenApiParameter("source", str, enum=Source.values),
             OpenApiParameter("user", {"type": "string", "maxLength": 255}),
+            OpenApiParameter("claimed", str, enum=["mine", "unclaimed", "others"],
+                             description="Claimed by me, by nobody, or by someone else."),
+            OpenApiParameter("sort", str, enum=["age", "risk"], description="Oldest first (default) or highest "
+                             "risk first, then oldest."),
             OpenApiParameter("page", {"type": "integer", "minimum": 1}),
             OpenApiParameter("page_size", {"type": "integer", "minimum": 1, "maximum": 200}),
         ],
@@ -186,6 +190,20 @@ class ProposalListView(StaffAPIView):
             proposals = proposals.filter(agent=services.get_agent_for_user(request.user, slug))
         if user_ref := request.query_params.get("user"):
             proposals = proposals.filter(user_ref=services.validate_user_ref(user_ref))
+        claimed = request.query_params.get("claimed")
+        if claimed == "mine":
+            proposals = proposals.filter(claimed_by_id=request.user.pk)
+        elif claimed == "unclaimed":
+            proposals = proposals.filter(claimed_by__isnull=True)
+        elif claimed == "others":
+            proposals = proposals.filter(claimed_by__isnull=False).exclude(claimed_by_id=request.user.pk)
+        elif claimed:
+            raise errors.Invalid("claimed must be one of mine, unclaimed, others.", field="claimed")
+        sort = request.query_params.get("sort") or "age"
+        if sort not in ("age", "risk"):
+            raise errors.Invalid("sort must be age or risk.", field="sort")
+        if sort == "risk":
+            proposals = proposals.order_by("-risk_level", "created_at", "id")
         paginator = ProposalPagination()
         page = paginator.paginate_queryset(proposals, request, view=self)
         return paginator.get_paginated_response([proposal_summary(p) for p in page or []])

@@ -264,6 +264,21 @@ def test_the_console_claims_and_the_queue_filters_mine(agent, reviewer, reviewer
     assert f"Open proposal {free.pk}" in unclaimed and f"Open proposal {mine.pk}" not in unclaimed
 
 
+def test_the_api_lists_my_claims_and_sorts_by_risk(agent, reviewer, reviewer2, admin):
+    mine, theirs = propose(agent, "u1"), propose(agent, "u2")
+    high = services.propose_persona_edit(agent=agent, kind="SOUL.md", content="I am Penny.", reason="r",
+                                         actor_user=admin)
+    services.claim_proposal(proposal_id=mine.pk, actor=reviewer)
+    services.claim_proposal(proposal_id=theirs.pk, actor=reviewer2)
+    client = staff_client(reviewer)
+    assert [p["id"] for p in client.get("/api/v1/proposals?claimed=mine").json()["results"]] == [mine.pk]
+    others = client.get("/api/v1/proposals?claimed=others").json()["results"]
+    assert [(p["id"], p["claimed_by"]) for p in others] == [(theirs.pk, "rob")]
+    ranked = client.get("/api/v1/proposals?sort=risk").json()["results"]
+    assert ranked[0]["id"] == high.pk and ranked[0]["risk"] == "high" and "persona_file" in ranked[0]["risk_tags"]
+    assert client.get("/api/v1/proposals?sort=size").status_code == 400
+
+
 # --- SLA and sorting --------------------------------------------------------------------------------
 
 
