@@ -100,3 +100,31 @@ class IdempotencyKeyReused(DomainError):
 
     code = "idempotency_key_reused"
     status = 422
+
+
+class NeedsSingleReview(DomainError):
+    """A batch decision reached a proposal that must be read on its own
+    (a persona file, scanner or personal-data findings)."""
+
+    code = "needs_single_review"
+    status = 422
+
+
+class BatchTooLarge(DomainError):
+    code = "batch_too_large"
+    status = 422
+
+
+class HighRisk(DomainError):
+    """The workspace lets only an admin approve a high-risk proposal."""
+
+    code = "high_risk"
+    status = 403
+
+
+class Claimed(DomainError):
+    """Someone else claimed the proposal (claims are advisory for
+    decisions, but a claim is not taken over silently)."""
+
+    code = "claimed"
+    status = 409

@@ -80,6 +80,17 @@ class Source(models.TextChoices):
     REVIEWER = "reviewer", "Reviewer edit"
 
 
+DEFAULT_REASON_CODES = "duplicate,accurate,outdated,unsafe,out_of_scope"
+
+
+class HighRiskApproval(models.TextChoices):
+    """Who may approve a high-risk proposal, from the loosest rule on."""
+
+    ANY_REVIEWER = "any_reviewer", "Any reviewer"
+    ADMIN = "admin", "An admin"
+    TWO_APPROVALS = "two_approvals", "Two approvals by different people"
+
+
 class Workspace(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -94,12 +105,23 @@ class Workspace(models.Model):
     # Session log entries older than this many days are redacted by the daily
     # retention task (services.retention); None keeps them forever.
     log_retention_days = models.PositiveIntegerField(null=True, blank=True, default=365)
+    # The review workflow (services.proposals, docs/console.md): the reason
+    # codes a decision may carry (comma-separated: a governance change stores
+    # values as text), hours a proposal may wait before it is overdue, and
+    # who may approve a high-risk proposal.
+    review_reason_codes = models.CharField(max_length=500, default=DEFAULT_REASON_CODES)
+    sla_hours = models.PositiveIntegerField(default=24)
+    high_risk_approval = models.CharField(max_length=16, default="any_reviewer")
 
     class Meta:
         ordering = ["slug"]
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def reason_codes(self) -> list[str]:
+        return [code for code in self.review_reason_codes.split(",") if code]
 
 
 class MembershipQuerySet(models.QuerySet["Membership"]):
@@ -401,6 +423,12 @@ class ProposalStatus(models.TextChoices):
     WITHDRAWN = "withdrawn", "Withdrawn"
 
 
+class RiskLevel(models.IntegerChoices):
+    LOW = 0, "low"
+    MEDIUM = 1, "medium"
+    HIGH = 2, "high"
+
+
 # A proposal in one of these may still be decided.
 OPEN_STATUSES = (ProposalStatus.PENDING, ProposalStatus.STALE)
 
@@ -461,6 +489,28 @@ class Proposal(RedactableMixin, models.Model):
     # Personal data the scanner found in the proposed content under the
     # workspace's `flag` policy: [{"rule", "detail"}], shown to reviewers.
     pii = models.JSONField(default=list, blank=True)
+    # memoryhub.risk: why this proposal needs care, computed when it is made.
+    risk_tags = models.JSONField(default=list, blank=True)
+    risk_level = models.PositiveSmallIntegerField(choices=RiskLevel.choices, default=RiskLevel.LOW)
+    # The reason code of the decision (the workspace's list), beside its comment.
+    reason_code = models.CharField(max_length=32, blank=True, default="")
+    # Advisory: who said they are reviewing it. Others may still decide it.
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="claimed_proposals"
+    )
+    claimed_by_username = models.CharField(max_length=150, blank=True, default="")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    # Under the workspace's `two_approvals` rule, the first of two approvals of
+    # a high-risk proposal; the second, by someone else, serves it.
+    first_approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    first_approved_by_username = models.CharField(max_length=150, blank=True, default="")
+    first_approved_at = models.DateTimeField(null=True, blank=True)
+
+    # Set by services.proposals.approve_proposal on the object it returns:
+    # the ids of the same file's proposals that this approval made stale.
+    stale_siblings: tuple[int, ...] = ()
 
     objects = ProposalQuerySet.as_manager()
 
@@ -468,6 +518,8 @@ class Proposal(RedactableMixin, models.Model):
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["status", "created_at"], name="proposal_status_created"),
+            models.Index(fields=["status", "risk_level", "created_at"], name="proposal_status_risk"),
+            models.Index(fields=["claimed_by", "status"], name="proposal_claimed_status"),
             models.Index(fields=["agent", "user_ref", "kind", "status"], name="proposal_file_status"),
         ]
 
@@ -498,6 +550,16 @@ class Proposal(RedactableMixin, models.Model):
         if self.decided_by_username:
             return self.decided_by_username
         return self.decided_by.get_username() if self.decided_by_id else None  # type: ignore[union-attr]
+
+    @property
+    def claimer_name(self) -> str | None:
+        if self.claimed_by_username:
+            return self.claimed_by_username
+        return self.claimed_by.get_username() if self.claimed_by_id else None  # type: ignore[union-attr]
+
+    @property
+    def risk_label(self) -> str:
+        return RiskLevel(self.risk_level).label
 
     def mark_stale(self) -> None:
         self.status = ProposalStatus.STALE

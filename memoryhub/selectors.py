@@ -10,6 +10,7 @@ queries for one row or a hundred.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -61,6 +62,69 @@ def queue_counts(user: Any) -> dict[str, int]:
         pending=Count("id", filter=Q(status=ProposalStatus.PENDING)),
         stale=Count("id", filter=Q(status=ProposalStatus.STALE)),
     )
+
+
+# A proposal is "due" once it has waited this share of its workspace's SLA.
+SLA_DUE_SHARE = 0.75
+
+
+def sla_state(*, created_at: datetime, sla_hours: int, now: datetime) -> str:
+    """ok, due (past SLA_DUE_SHARE of the SLA) or overdue."""
+    waited = (now - created_at).total_seconds() / 3600
+    if waited >= sla_hours:
+        return "overdue"
+    if waited >= sla_hours * SLA_DUE_SHARE:
+        return "due"
+    return "ok"
+
+
+def with_review_facts(proposals: QuerySet[Proposal]) -> QuerySet[Proposal]:
+    """Queue rows with their claimer joined and without the texts the queue
+    never shows: the database sorts every matching row before it cuts a
+    page, and with the file contents in each row that sort was most of the
+    page's time at 1,000 pending."""
+    return proposals.select_related("claimed_by").defer("base_content", "proposed_content", "diff", "rationale",
+                                                        "pii")
+
+
+def attach_related(page: Iterable[Proposal]) -> None:
+    """Set `related` on each row of a page: how many other pending proposals
+    name the same file. One query for the page's files, after the page is
+    cut: a subquery in the list's SELECT would run for every row the
+    database sorts, not only the 25 shown."""
+    rows = list(page)
+    files = {(p.agent_id, p.kind, p.user_ref) for p in rows}
+    counts: dict[tuple[int, str, str], int] = {}
+    if files:
+        # IN lists use the (agent, user_ref, kind, status) index; combinations
+        # that are not on the page are counted too and simply not looked up.
+        counts = {
+            (row["agent_id"], row["kind"], row["user_ref"]): row["n"]
+            for row in Proposal.objects.pending().filter(
+                agent_id__in={f[0] for f in files}, user_ref__in={f[2] for f in files}, kind__in={f[1] for f in files}
+            ).order_by().values("agent_id", "kind", "user_ref").annotate(n=Count("id"))
+        }
+    for p in rows:
+        pending = counts.get((p.agent_id, p.kind, p.user_ref), 0)
+        p.related = pending - (1 if p.status == ProposalStatus.PENDING else 0)  # type: ignore[attr-defined]
+
+
+def related_proposals(proposal: Proposal) -> list[Proposal]:
+    """The other open proposals for the same file, oldest first."""
+    return list(
+        Proposal.objects.filter(agent_id=proposal.agent_id, kind=proposal.kind, user_ref=proposal.user_ref,
+                                status__in=[ProposalStatus.PENDING, ProposalStatus.STALE])
+        .exclude(pk=proposal.pk).select_related("author_user", "author_agent").order_by("created_at", "id")
+    )
+
+
+def reason_codes_for(user: Any) -> list[str]:
+    """The reason codes of the workspaces the user decides in, in order, each once."""
+    ids = services.workspace_ids_for(user, services.REVIEW_ROLES)
+    codes: dict[str, None] = {}
+    for workspace in Workspace.objects.filter(pk__in=ids).order_by("slug"):
+        codes.update(dict.fromkeys(workspace.reason_codes))
+    return list(codes)
 
 
 def pending_proposal_count(user: Any) -> int:
@@ -308,6 +372,10 @@ class Dashboard:
     decided: dict[tuple[date, str], int]
     runs_by_status: dict[str, int] | None  # None while the consolidation app has no table
     spend: dict[date, dict[str, Any]]
+    overdue: int = 0
+    due: int = 0
+    median_decision: timedelta | None = None
+    decisions_timed: int = 0
 
     @property
     def run_total(self) -> int:
@@ -345,7 +413,15 @@ def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
                 for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
                 .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
             }
+    sla = sla_counts(workspace_ids, now=timezone.now())
+    waits = [decided_at - created_at for created_at, decided_at in proposals.filter(  # type: ignore[operator]
+        decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED]
+    ).values_list("created_at", "decided_at")]
     return Dashboard(
+        overdue=sla["overdue"],
+        due=sla["due"],
+        median_decision=_median(waits),
+        decisions_timed=len(waits),
         queue_size=queue["size"],
         oldest=queue["oldest"],
         stale_count=proposals.filter(status=ProposalStatus.STALE).count(),
@@ -500,3 +576,26 @@ def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
                 step="superseded", label="Superseded", at=newer["created_at"], who="system", proposal_id=pk,
                 detail=f"by the newer proposal #{newer['id']}"))
     return steps
+def sla_counts(workspace_ids: list[int], *, now: datetime) -> dict[str, int]:
+    """Pending proposals past their workspace's SLA (overdue) and past
+    SLA_DUE_SHARE of it (due, not yet overdue): one Q per workspace keeps it
+    in SQL on every backend, in two queries whatever the queue's size."""
+    overdue = due = Q()
+    slas = list(Workspace.objects.filter(pk__in=workspace_ids).values_list("pk", "sla_hours"))
+    if not slas:
+        return {"overdue": 0, "due": 0}
+    for pk, hours in slas:
+        overdue |= Q(agent__workspace_id=pk, created_at__lte=now - timedelta(hours=hours))
+        due |= Q(agent__workspace_id=pk, created_at__lte=now - timedelta(hours=hours * SLA_DUE_SHARE),
+                 created_at__gt=now - timedelta(hours=hours))
+    return Proposal.objects.in_workspaces(workspace_ids).pending().aggregate(
+        overdue=Count("id", filter=overdue), due=Count("id", filter=due)
+    )
+
+
+def _median(values: list[timedelta]) -> timedelta | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

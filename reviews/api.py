@@ -56,6 +56,9 @@ def proposal_summary(p: Proposal) -> dict[str, Any]:
         "created_at": p.created_at,
         "author": p.author_label,
         "reason": p.reason,
+        "risk": p.risk_label,
+        "risk_tags": list(p.risk_tags or []),
+        "claimed_by": p.claimer_name,
     }
 
 
@@ -69,6 +72,8 @@ def proposal_detail(p: Proposal) -> dict[str, Any]:
         "decided_by": p.decider_name,
         "decided_at": p.decided_at,
         "decision_comment": p.decision_comment,
+        "reason_code": p.reason_code,
+        "first_approved_by": p.first_approved_by_username or None,
         "applied_version": p.applied_version,
         "superseded_by": p.superseded_by_id,
         "revises": p.revises_id,
@@ -88,6 +93,9 @@ class ProposalSummarySerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     author = serializers.CharField()
     reason = serializers.CharField()
+    risk = serializers.ChoiceField(choices=["low", "medium", "high"])
+    risk_tags = serializers.ListField(child=serializers.CharField())
+    claimed_by = serializers.CharField(allow_null=True)
 
 
 class ProposalDetailSerializer(ProposalSummarySerializer):
@@ -98,6 +106,8 @@ class ProposalDetailSerializer(ProposalSummarySerializer):
     decided_by = serializers.CharField(allow_null=True)
     decided_at = serializers.DateTimeField(allow_null=True)
     decision_comment = serializers.CharField()
+    reason_code = serializers.CharField()
+    first_approved_by = serializers.CharField(allow_null=True)
     applied_version = serializers.IntegerField(allow_null=True)
     superseded_by = serializers.IntegerField(allow_null=True)
     revises = serializers.IntegerField(allow_null=True)
@@ -106,6 +116,16 @@ class ProposalDetailSerializer(ProposalSummarySerializer):
 
 class CommentSerializer(serializers.Serializer):
     comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class DecisionSerializer(CommentSerializer):
+    reason_code = TextField(required=False, allow_blank=True, default="", max_length=32)
+
+
+class RejectSerializer(serializers.Serializer):
+    # A comment or a reason code says why (the service checks one is there).
+    comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
+    reason_code = TextField(required=False, allow_blank=True, default="", max_length=32)
 
 
 class RequiredCommentSerializer(serializers.Serializer):
@@ -144,6 +164,10 @@ class ProposalListView(StaffAPIView):
             OpenApiParameter("file", str, enum=FileKind.values),
             OpenApiParameter("source", str, enum=Source.values),
             OpenApiParameter("user", {"type": "string", "maxLength": 255}),
+            OpenApiParameter("claimed", str, enum=["mine", "unclaimed", "others"],
+                             description="Claimed by me, by nobody, or by someone else."),
+            OpenApiParameter("sort", str, enum=["age", "risk"], description="Oldest first (default) or highest "
+                             "risk first, then oldest."),
             OpenApiParameter("page", {"type": "integer", "minimum": 1}),
             OpenApiParameter("page_size", {"type": "integer", "minimum": 1, "maximum": 200}),
         ],
@@ -166,6 +190,20 @@ class ProposalListView(StaffAPIView):
             proposals = proposals.filter(agent=services.get_agent_for_user(request.user, slug))
         if user_ref := request.query_params.get("user"):
             proposals = proposals.filter(user_ref=services.validate_user_ref(user_ref))
+        claimed = request.query_params.get("claimed")
+        if claimed == "mine":
+            proposals = proposals.filter(claimed_by_id=request.user.pk)
+        elif claimed == "unclaimed":
+            proposals = proposals.filter(claimed_by__isnull=True)
+        elif claimed == "others":
+            proposals = proposals.filter(claimed_by__isnull=False).exclude(claimed_by_id=request.user.pk)
+        elif claimed:
+            raise errors.Invalid("claimed must be one of mine, unclaimed, others.", field="claimed")
+        sort = request.query_params.get("sort") or "age"
+        if sort not in ("age", "risk"):
+            raise errors.Invalid("sort must be age or risk.", field="sort")
+        if sort == "risk":
+            proposals = proposals.order_by("-risk_level", "created_at", "id")
         paginator = ProposalPagination()
         page = paginator.paginate_queryset(proposals, request, view=self)
         return paginator.get_paginated_response([proposal_summary(p) for p in page or []])
@@ -183,20 +221,30 @@ class ProposalDetailView(StaffAPIView):
 class ProposalApproveView(StaffAPIView):
     class OutputSerializer(serializers.Serializer):
         status = serializers.CharField()
-        version = serializers.IntegerField()
+        version = serializers.IntegerField(allow_null=True)
+        stale_siblings = serializers.ListField(child=serializers.IntegerField())
+        approvals = serializers.IntegerField(required=False)
 
     @extend_schema(
         operation_id="approve_proposal",
-        request=CommentSerializer,
+        request=DecisionSerializer,
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 422, 429)},
         description="409 `stale_proposal` when the file moved on, 409 `conflict` while the content holds "
-        "unresolved conflict blocks, 403 `four_eyes` for anyone who wrote a revision of the proposal.",
+        "unresolved conflict blocks, 403 `four_eyes` for anyone who wrote a revision of the proposal, 403 "
+        "`high_risk` when the workspace lets only an admin approve a high-risk proposal. Under the "
+        "`two_approvals` rule the first approval of a high-risk proposal answers `status: pending, approvals: 1`. "
+        "`stale_siblings` lists the same file's pending proposals this approval made stale.",
     )
     def post(self, request: Request, proposal_id: int) -> Response:
         proposal = services.get_proposal_for_user(request.user, proposal_id)
-        data = parse_body(CommentSerializer, request)
-        proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"])
-        return Response({"status": proposal.status, "version": proposal.applied_version})
+        data = parse_body(DecisionSerializer, request)
+        proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"],
+                                             reason_code=data["reason_code"])
+        answer: dict[str, Any] = {"status": proposal.status, "version": proposal.applied_version,
+                                  "stale_siblings": list(proposal.stale_siblings)}
+        if proposal.status == ProposalStatus.PENDING:
+            answer["approvals"] = 1
+        return Response(answer)
 
 
 class ProposalRejectView(StaffAPIView):
@@ -205,14 +253,78 @@ class ProposalRejectView(StaffAPIView):
 
     @extend_schema(
         operation_id="reject_proposal",
-        request=RequiredCommentSerializer,
+        request=RejectSerializer,
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
+        description="Say why with a `comment`, a `reason_code` from the workspace's list, or both.",
     )
     def post(self, request: Request, proposal_id: int) -> Response:
         proposal = services.get_proposal_for_user(request.user, proposal_id)
-        data = parse_body(RequiredCommentSerializer, request)
-        proposal = services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"])
+        data = parse_body(RejectSerializer, request)
+        proposal = services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"],
+                                            reason_code=data["reason_code"])
         return Response({"status": proposal.status})
+
+
+class ProposalBulkView(StaffAPIView):
+    class InputSerializer(serializers.Serializer):
+        ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=2**31 - 1),
+                                    allow_empty=False)
+        action = serializers.ChoiceField(choices=["approve", "reject"])
+        # Required; checked by the service, which says so the same way everywhere.
+        reason_code = TextField(required=False, allow_blank=True, default="", max_length=32)
+        comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
+
+    class OutputSerializer(serializers.Serializer):
+        batch = serializers.CharField()
+        results = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        operation_id="decide_proposals_in_bulk",
+        request=InputSerializer,
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 422, 429)},
+        description="Up to 50 proposals, one reason code. Each item passes every rule of the single call and is "
+        "listed with its new `status` or its `error` (`four_eyes`, `stale_proposal`, `conflict`, "
+        "`needs_single_review` for persona files and scanner or personal-data findings, `not_found`, …); the "
+        "others are decided. 422 `batch_too_large` over 50. Every item gets one audit event with the batch id.",
+    )
+    def post(self, request: Request) -> Response:
+        data = parse_body(self.InputSerializer, request)
+        result = services.decide_bulk(ids=data["ids"], action=data["action"], reason_code=data["reason_code"],
+                                      comment=data["comment"], actor=request.user)
+        return Response({"batch": result.batch, "results": [item.as_dict() for item in result.items]})
+
+
+class ProposalClaimSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    claimed_by = serializers.CharField(allow_null=True)
+    claimed_at = serializers.DateTimeField(allow_null=True)
+
+
+class ProposalClaimView(StaffAPIView):
+    @extend_schema(
+        operation_id="claim_proposal",
+        request=None,
+        responses={200: ProposalClaimSerializer, **error_responses(401, 403, 404, 409, 429)},
+        description="Advisory: others see who claimed it and may still decide it. 409 `claimed` when someone "
+        "else holds the claim; 403 `four_eyes` for its author.",
+    )
+    def post(self, request: Request, proposal_id: int) -> Response:
+        proposal = services.get_proposal_for_user(request.user, proposal_id)
+        proposal = services.claim_proposal(proposal_id=proposal.pk, actor=request.user)
+        return Response({"id": proposal.pk, "claimed_by": proposal.claimer_name, "claimed_at": proposal.claimed_at})
+
+
+class ProposalUnclaimView(StaffAPIView):
+    @extend_schema(
+        operation_id="unclaim_proposal",
+        request=None,
+        responses={200: ProposalClaimSerializer, **error_responses(400, 401, 403, 404, 409, 429)},
+        description="The claimer, or an admin, releases a claim.",
+    )
+    def post(self, request: Request, proposal_id: int) -> Response:
+        proposal = services.get_proposal_for_user(request.user, proposal_id)
+        proposal = services.unclaim_proposal(proposal_id=proposal.pk, actor=request.user)
+        return Response({"id": proposal.pk, "claimed_by": None, "claimed_at": None})
 
 
 class ProposalWithdrawView(StaffAPIView):

@@ -6,7 +6,10 @@ from reviews import api, api_subjects
 
 urlpatterns = [
     path("proposals", api.ProposalListView.as_view(), name="api-proposals"),
+    path("proposals/bulk", api.ProposalBulkView.as_view(), name="api-proposals-bulk"),
     path("proposals/<int:proposal_id>", api.ProposalDetailView.as_view(), name="api-proposal"),
+    path("proposals/<int:proposal_id>/claim", api.ProposalClaimView.as_view(), name="api-proposal-claim"),
+    path("proposals/<int:proposal_id>/unclaim", api.ProposalUnclaimView.as_view(), name="api-proposal-unclaim"),
     path("proposals/<int:proposal_id>/approve", api.ProposalApproveView.as_view(), name="api-proposal-approve"),
     path("proposals/<int:proposal_id>/reject", api.ProposalRejectView.as_view(), name="api-proposal-reject"),
     path("proposals/<int:proposal_id>/withdraw", api.ProposalWithdrawView.as_view(), name="api-proposal-withdraw"),

@@ -15,6 +15,7 @@ urlpatterns: list[URLPattern] = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.queue, name="queue"),
     path("queue/badge/", views.queue_badge, name="queue-badge"),
+    path("queue/bulk/", views.queue_bulk, name="queue-bulk"),
     path("proposals/<int:pk>/", views.proposal_detail, name="proposal"),
     path("sessions/<int:pk>/", views.session_detail, name="session"),
     path("agents/<slug:slug>/files/<str:file>/history/", views.file_history, name="file-history"),

@@ -22,7 +22,6 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -35,8 +34,17 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
-from memoryhub import errors, scanner, selectors, services, tokens
-from memoryhub.models import Change, ChangeKind, FileKind, Proposal, ProposalStatus, Source, WritePolicy
+from memoryhub import errors, risk, scanner, selectors, services, tokens
+from memoryhub.models import (
+    Change,
+    ChangeKind,
+    FileKind,
+    Proposal,
+    ProposalStatus,
+    RiskLevel,
+    Source,
+    WritePolicy,
+)
 from reviews import diffs
 from reviews.api import history_author
 
@@ -126,6 +134,11 @@ class QueueFilterForm(forms.Form):
     file = forms.ChoiceField(choices=[("", "Any file"), *FileKind.choices], required=False)
     source = forms.ChoiceField(choices=[("", "Any source"), *Source.choices], required=False)
     older_than = forms.IntegerField(required=False, min_value=0, max_value=24 * 365, label="Older than (hours)")
+    claimed = forms.ChoiceField(
+        choices=[("", "Anyone's"), ("mine", "Claimed by me"), ("unclaimed", "Unclaimed"),
+                 ("others", "Claimed by others")], required=False, label="Claimed")
+    sort = forms.ChoiceField(choices=[("age", "Oldest first"), ("risk", "Highest risk first")], required=False,
+                             label="Sort")
 
     def __init__(self, data: Any, *, agents: list[Any]) -> None:
         super().__init__(data)
@@ -137,8 +150,19 @@ class QueueFilterForm(forms.Form):
             ("", "All agents"), *((a.slug, a.name or a.slug) for a in agents)
         ]
 
-    def apply(self, proposals: Any) -> Any:
+    def apply(self, proposals: Any, *, user: Any) -> Any:
         data = self.cleaned_data if self.is_valid() else {}
+        claimed = data.get("claimed")
+        if claimed == "mine":
+            proposals = proposals.filter(claimed_by=user)
+        elif claimed == "unclaimed":
+            proposals = proposals.filter(claimed_by__isnull=True)
+        elif claimed == "others":
+            proposals = proposals.filter(claimed_by__isnull=False).exclude(claimed_by=user)
+        if data.get("sort") == "risk":
+            proposals = proposals.order_by("-risk_level", "created_at", "id")
+        else:
+            proposals = proposals.order_by("created_at", "id")
         proposals = proposals.filter(status=data.get("status") or ProposalStatus.PENDING)
         if data.get("workspace"):
             proposals = proposals.filter(agent__workspace__slug=data["workspace"])
@@ -157,8 +181,7 @@ class QueueFilterForm(forms.Form):
 
 # The queue's filter travels with the reviewer: onto each proposal's URL and
 # into its decision forms, so "Approve & next" stays within the same filter.
-QUEUE_FILTERS = ("status", "workspace", "agent", "user", "file", "source", "older_than")
-QUEUE_ORDER = ("created_at", "id")
+QUEUE_FILTERS = ("status", "workspace", "agent", "user", "file", "source", "older_than", "claimed", "sort")
 
 
 def queue_filter_query(request: HttpRequest) -> str:
@@ -171,7 +194,7 @@ def _queue_proposals(request: HttpRequest, agents: list[Any] | None = None) -> t
     agents = list(services.visible_agents(request.user)) if agents is None else agents
     data = {key: request.GET[key] for key in QUEUE_FILTERS if key in request.GET}
     form = QueueFilterForm(data or None, agents=agents)
-    return form, form.apply(services.visible_proposals(request.user)).order_by(*QUEUE_ORDER)
+    return form, form.apply(services.visible_proposals(request.user), user=request.user)
 
 
 def _neighbours(request: HttpRequest, proposal: Proposal) -> tuple[Proposal | None, Proposal | None]:
@@ -179,11 +202,16 @@ def _neighbours(request: HttpRequest, proposal: Proposal) -> tuple[Proposal | No
     sorted by the reviewer; after the last one, the first one still waiting
     (the reviewer may have skipped it). Two queries, whatever the queue size."""
     _form, proposals = _queue_proposals(request)
-    proposals = proposals.exclude(pk=proposal.pk).select_related(None).only("id", "created_at")
-    later = Q(created_at__gt=proposal.created_at) | Q(created_at=proposal.created_at, id__gt=proposal.pk)
-    after = proposals.filter(later).first() or proposals.first()
-    before = proposals.exclude(later).order_by("-created_at", "-id").first()
-    return before, after
+    # The ids in the queue's own order (by age or by risk): one query of
+    # integers, so the neighbours follow whatever sort the reviewer chose.
+    # This proposal is counted in its place even once decided, so "& next"
+    # goes on from where the reviewer was.
+    ids = list((proposals | Proposal.objects.filter(pk=proposal.pk)).values_list("id", flat=True))
+    here = ids.index(proposal.pk)
+    before_id = ids[here - 1] if here > 0 else None
+    after_id = ids[here + 1] if here + 1 < len(ids) else next((pk for pk in ids if pk != proposal.pk), None)
+    found = Proposal.objects.in_bulk([pk for pk in (before_id, after_id) if pk])
+    return found.get(before_id) if before_id else None, found.get(after_id) if after_id else None
 
 
 def _proposal_url(pk: int, query: str) -> str:
@@ -196,7 +224,12 @@ def _proposal_url(pk: int, query: str) -> str:
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     agents = list(services.visible_agents(request.user))
     form, proposals = _queue_proposals(request, agents)
+    proposals = selectors.with_review_facts(proposals)
     page = Paginator(proposals, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    selectors.attach_related(page.object_list)
+    for p in page.object_list:
+        p.sla = selectors.sla_state(created_at=p.created_at, sla_hours=p.agent.workspace.sla_hours, now=now)
     # The queue may promise review only for agents under `review`: name the others.
     direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
     return _vary(TemplateResponse(
@@ -208,13 +241,41 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             "counts": selectors.queue_counts(request.user),
             "changes_pending": selectors.pending_change_count(request.user),
             "can_decide": bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES)),
-            "now": timezone.now(),
+            "now": now,
             "has_agents": bool(agents),
+            "reason_codes": selectors.reason_codes_for(request.user),
+            "bulk_max": services.BULK_MAX,
             "direct_named": direct[:DIRECT_NAMED],
             "direct_more": max(0, len(direct) - DIRECT_NAMED),
             "queue_query": queue_filter_query(request),
         },
     ))
+
+
+@login_required
+@require_http_methods(["POST"])
+def queue_bulk(request: HtmxHttpRequest) -> HttpResponse:
+    """Approve or reject the proposals ticked in the queue, with one reason
+    code; the answer lists what was decided and what was refused, and why."""
+    template_name = "reviews/bulk.html"
+    context: dict[str, Any] = {"back_url": reverse("queue") + _safe_query(request.POST.get("query", ""))}
+    try:
+        result = services.decide_bulk(ids=request.POST.getlist("ids"), action=request.POST.get("action", ""),
+                                      reason_code=request.POST.get("reason_code", ""),
+                                      comment=request.POST.get("comment", ""), actor=request.user)
+    except errors.DomainError as exc:
+        context.update(error=exc)
+        if request.htmx:
+            return TemplateResponse(request, template_name + "#bulk-results", context)
+        return TemplateResponse(request, template_name, context, status=exc.status)
+    context.update(result=result, pending_badge=selectors.pending_proposal_count(request.user))
+    return TemplateResponse(request, template_name + ("#bulk-results" if _wants_fragment(request) else ""), context)
+
+
+def _safe_query(query: str) -> str:
+    """The queue's own filter query string, echoed back as a link: only
+    ever a query string, never a URL elsewhere."""
+    return f"?{query}" if query and "/" not in query and ":" not in query else ""
 
 
 @login_required
@@ -264,6 +325,8 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
     revises = proposal.revises if proposal.revises_id else None
     query = queue_filter_query(request)
     before, after = _neighbours(request, proposal)
+    workspace = agent.workspace
+    high_risk_rule = workspace.high_risk_approval if proposal.risk_level == RiskLevel.HIGH else ""
     return {
         "proposal": proposal,
         "queue_query": query,
@@ -273,6 +336,19 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "next_url": _proposal_url(after.pk, query) if after else "",
         "next_pk": after.pk if after else None,
         "timeline": selectors.proposal_timeline(proposal),
+        "reason_codes": workspace.reason_codes,
+        "related": selectors.related_proposals(proposal),
+        "risk_tags": [(tag, risk.TAG_LABELS.get(tag, tag)) for tag in proposal.risk_tags or []],
+        "high_risk_rule": high_risk_rule,
+        "sla": selectors.sla_state(created_at=proposal.created_at, sla_hours=workspace.sla_hours,
+                                   now=timezone.now()) if proposal.is_open else "",
+        "sla_hours": workspace.sla_hours,
+        "claimed_by_other": proposal.claimed_by_id is not None and proposal.claimed_by_id != request.user.pk,
+        "can_claim": can_review and not is_author and proposal.is_open and proposal.claimed_by_id is None,
+        "can_unclaim": proposal.is_open and proposal.claimed_by_id is not None and (
+            proposal.claimed_by_id == request.user.pk or services.is_admin(request.user, agent.workspace_id)),
+        "first_approved_by_me": proposal.first_approved_by_id is not None
+        and proposal.first_approved_by_id == request.user.pk,
         "agent": agent,
         "current_version": current_version,
         "behind": behind,
@@ -280,7 +356,8 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "is_author": is_author,
         # Four-eyes, made visible: nobody who wrote a revision sees Approve or
         # Reject; the proposal's own author may take it back instead.
-        "can_approve": can_review and not is_author and current and not has_conflicts,
+        "can_approve": can_review and not is_author and current and not has_conflicts
+        and proposal.first_approved_by_id != request.user.pk,
         "can_reject": can_review and not is_author and proposal.is_open,
         "can_withdraw": can_review and proposal.author_user_id == request.user.pk and proposal.is_open,
         "can_edit": can_review and current,
@@ -316,12 +393,26 @@ def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[
     """Run one decision; returns the message and, for an edit or rebase, the
     new proposal to go to."""
     comment = request.POST.get("comment", "")
+    reason_code = request.POST.get("reason_code", "")
     if action == "approve":
-        done = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
-        return f"Approved. {done.kind} is now version {done.applied_version}.", None
+        done = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment,
+                                         reason_code=reason_code)
+        if done.status == ProposalStatus.PENDING:
+            return ("First approval recorded. This proposal is high risk: a second, different reviewer approves it "
+                    "before it is served."), None
+        stale = ", ".join(f"#{pk}" for pk in done.stale_siblings)
+        return f"Approved. {done.kind} is now version {done.applied_version}." + (
+            f" Now stale (they were made from the old version): {stale}." if stale else ""), None
     if action == "reject":
-        services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment)
+        services.reject_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment,
+                                 reason_code=reason_code)
         return "Rejected. Nothing served has changed.", None
+    if action == "claim":
+        services.claim_proposal(proposal_id=proposal.pk, actor=request.user)
+        return "Claimed: others see that you are reviewing this proposal.", None
+    if action == "unclaim":
+        services.unclaim_proposal(proposal_id=proposal.pk, actor=request.user)
+        return "Claim released.", None
     if action == "withdraw":
         services.withdraw_proposal(proposal_id=proposal.pk, actor=request.user, comment=comment)
         return "Withdrawn. Nothing served has changed.", None
@@ -333,7 +424,7 @@ def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[
     if action == "rebase":
         rebased = services.rebase_proposal(proposal_id=proposal.pk, reviewer=request.user)
         return f"Rebased onto the current version as proposal #{rebased.pk}. Review it and confirm.", rebased
-    raise errors.Invalid("Choose approve, reject, withdraw, edit or rebase.")
+    raise errors.Invalid("Choose approve, reject, withdraw, edit, rebase, claim or unclaim.")
 
 
 @login_required

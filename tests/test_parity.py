@@ -145,7 +145,7 @@ def state(world: World) -> tuple[Any, ...]:
     agent = Agent.objects.get(pk=world.agent.pk)
     return (
         list(MemoryFile.objects.order_by("pk").values_list("kind", "user_ref", "version", "withheld_version")),
-        list(Proposal.objects.order_by("pk").values_list("pk", "status")),
+        list(Proposal.objects.order_by("pk").values_list("pk", "status", "claimed_by_id", "first_approved_by_id")),
         list(Change.objects.order_by("pk").values_list("pk", "status")),
         (agent.write_policy, agent.strategy, agent.limit_memory),
         list(ToolSetting.objects.values_list("name", flat=True)),
@@ -221,6 +221,23 @@ def decision(action: str, data: dict[str, Any]) -> dict[str, EntryPoint]:
         "htmx": lambda w, who: console_htmx(w.users[who], proposal_url(w), {"action": action, **data}),
         "staff_rest": lambda w, who: rest(w.users[who], "post", f"/api/v1/proposals/{w.target.pk}/{action}", data),
     }
+
+
+def bulk(data: dict[str, Any], ids: Callable[[World], list[int]] | None = None) -> dict[str, EntryPoint]:
+    def ids_of(w: World) -> list[int]:
+        return ids(w) if ids is not None else [w.target.pk]
+
+    return {
+        "console": lambda w, who: console(w.users[who], "/queue/bulk/", {"ids": ids_of(w), **data}),
+        "htmx": lambda w, who: console_htmx(w.users[who], "/queue/bulk/", {"ids": ids_of(w), **data}),
+        "staff_rest": lambda w, who: rest(w.users[who], "post", "/api/v1/proposals/bulk", {"ids": ids_of(w), **data}),
+    }
+
+
+def claimed(world: World, by: str = "reviewer2") -> Proposal:
+    proposal = pending_proposal(world)
+    services.claim_proposal(proposal_id=proposal.pk, actor=world.users[by])
+    return proposal
 
 
 def history_action(action: str, data: dict[str, Any], kind: str = "USER.md") -> dict[str, EntryPoint]:
@@ -329,6 +346,23 @@ CASES = [
     Case("withdraw", "allowed", "admin", pending_proposal, decision("withdraw", {}), None),
     Case("withdraw", "not_author", "reviewer", pending_proposal, decision("withdraw", {}),
          ("permission_denied", 403)),
+    # bulk decisions: the batch's own rules (each item runs the single call,
+    # test_a_refused_batch_item_says_the_same_everywhere below)
+    Case("bulk", "allowed", "reviewer", pending_proposal, bulk({"action": "approve", "reason_code": "accurate"}),
+         None),
+    Case("bulk", "reason_code", "reviewer", pending_proposal, bulk({"action": "approve"}), ("invalid", 400)),
+    Case("bulk", "reason_code_unknown", "reviewer", pending_proposal,
+         bulk({"action": "reject", "reason_code": "because"}), ("invalid", 400)),
+    Case("bulk", "batch_size", "reviewer", pending_proposal,
+         bulk({"action": "approve", "reason_code": "accurate"}, ids=lambda w: list(range(1, 52))),
+         ("batch_too_large", 422)),
+    # claims
+    Case("claim", "allowed", "reviewer", pending_proposal, decision("claim", {}), None),
+    Case("claim", "role", "auditor", pending_proposal, decision("claim", {}), ("permission_denied", 403)),
+    Case("claim", "four_eyes", "admin", pending_proposal, decision("claim", {}), ("four_eyes", 403)),
+    Case("claim", "claimed", "reviewer", claimed, decision("claim", {}), ("claimed", 409)),
+    Case("unclaim", "allowed", "reviewer2", claimed, decision("unclaim", {}), None),
+    Case("unclaim", "not_holder", "reviewer", claimed, decision("unclaim", {}), ("permission_denied", 403)),
     # rebase
     Case("rebase", "allowed", "reviewer", stale_proposal, decision("rebase", {}), None),
     Case("rebase", "role", "auditor", stale_proposal, decision("rebase", {}), ("permission_denied", 403)),
@@ -461,3 +495,26 @@ def test_an_error_class_reaches_every_entry_point_as_its_code() -> None:
     # The mapping the table relies on: one DomainError, one code, one status.
     assert (errors.Conflict.code, errors.Conflict.status) == ("conflict", 409)
     assert (errors.FourEyes.code, errors.FourEyes.status) == ("four_eyes", 403)
+
+
+def test_a_refused_batch_item_says_the_same_everywhere() -> None:
+    """A batch is decided item by item through the single call: an item the
+    single call refuses is listed with that call's code and sentence, in
+    the API answer and on the console's results page alike."""
+    answers = {}
+    for entry in ("console", "staff_rest"):
+        world = make_world()
+        own = pending_proposal(world, author="reviewer")
+        data = {"ids": [own.pk], "action": "approve", "reason_code": "accurate"}
+        if entry == "console":
+            client = Client()
+            client.force_login(world.users["reviewer"])
+            answers[entry] = (own.pk, client.post("/queue/bulk/", data).content.decode())
+        else:
+            answers[entry] = (own.pk, staff_client(world.users["reviewer"]).post(
+                "/api/v1/proposals/bulk", data, format="json").json()["results"][0])
+        assert Proposal.objects.get(pk=own.pk).status == "pending"
+    _, item = answers["staff_rest"]
+    assert item["error"]["code"] == "four_eyes"
+    _, page = answers["console"]
+    assert f"<code>four_eyes</code> {html.escape(item['error']['message'])}" in page

@@ -97,6 +97,10 @@ def seed_data() -> Seeded:
         ]
 
     to_approve, to_reject = pending("approve"), pending("reject")
+    # Claimed by the reviewer, to release.
+    claimed = pending("claimed")
+    for pk in claimed:
+        services.claim_proposal(proposal_id=pk, actor=reviewer)
     own = services.propose_change(agent=agent, kind="SOUL.md", content="I am brisk.", source=Source.ADMIN,
                                   author_user=reviewer, reason="the reviewer's own: four-eyes").pk
     decided = services.propose_change(agent=agent, kind="ABOUT.md", content="Sells bikes.",
@@ -159,6 +163,8 @@ def seed_data() -> Seeded:
             "proposal_id/reject": [*to_reject, *refused],
             "proposal_id/withdraw": [*mine, *refused],
             "proposal_id/rebase": [*stale, *refused],
+            "proposal_id/claim": [*to_approve, *refused],
+            "proposal_id/unclaim": [*claimed, *refused],
             "change_id": changes[:6],
             "change_id/approve": changes[6:9],
             "change_id/reject": changes[9:],
@@ -221,6 +227,9 @@ _STEERED_BODIES: dict[str, Callable[[], st.SearchStrategy[Any]]] = {
             min_size=1, max_size=4,
         )
     }),
+    # A rejection says why: a comment or one of the workspace's reason codes.
+    "reject": lambda: st.one_of(st.fixed_dictionaries({"comment": _PLAIN_TEXT.filter(str.strip)}),
+                                st.fixed_dictionaries({"reason_code": st.sampled_from(["duplicate", "outdated"])})),
     # Every seeded file has versions 1 to 3.
     "rollback": lambda: st.fixed_dictionaries({"version": st.sampled_from([1, 2]), "reason": _PLAIN_TEXT}),
 }

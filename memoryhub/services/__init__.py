@@ -102,14 +102,21 @@ from memoryhub.services.portability import (
     import_agent,
 )
 from memoryhub.services.proposals import (
+    BULK_MAX,
+    BulkItem,
+    BulkResult,
     approve_proposal,
     authors_of,
+    claim_proposal,
+    clean_reason_code,
+    decide_bulk,
     propose_change,
     propose_persona_edit,
     propose_rollback,
     rebase_proposal,
     reject_proposal,
     revise_proposal,
+    unclaim_proposal,
     withdraw_proposal,
 )
 from memoryhub.services.retention import redact_expired_logs, retention_status
@@ -174,3 +181,5 @@ __all__ += ["AGENT_FORMAT", "AGENT_FORMAT_VERSION", "export_agent", "import_agen
 __all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]
 __all__ += ["ERASE_ROLES", "erasure_records", "pending_erasures", "request_erasure", "subject_hash",
             "redact_expired_logs", "retention_status"]
+__all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
+            "unclaim_proposal"]

@@ -10,6 +10,7 @@ the audit event says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -21,7 +22,16 @@ from django.db import transaction
 from django.db.models import F
 
 from memoryhub import errors
-from memoryhub.models import Agent, Backend, Change, ChangeKind, Strategy, Workspace, WritePolicy
+from memoryhub.models import (
+    Agent,
+    Backend,
+    Change,
+    ChangeKind,
+    HighRiskApproval,
+    Strategy,
+    Workspace,
+    WritePolicy,
+)
 from memoryhub.services.access import is_system, require_admin
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import PII_POLICIES
@@ -167,6 +177,31 @@ def _retention_shortened(old: Any, new: Any) -> bool:
     forever) destroys records sooner, so it takes a second admin. Keeping
     them longer destroys nothing and is one admin's call."""
     return new is not None and (old is None or new < old)
+MAX_REASON_CODES = 20
+MAX_SLA_HOURS = 24 * 90
+_REASON_CODE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+def _reason_codes(value: Any, field: str) -> str:
+    """A list of codes (or the comma-separated text a governance change
+    stores), kept as "a,b,c"."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise errors.Invalid("Reason codes must be a list of codes such as duplicate or out_of_scope.", field=field)
+    codes = list(dict.fromkeys(i.strip() for i in items if i.strip()))
+    bad = [c for c in codes if not _REASON_CODE.match(c)]
+    if bad:
+        raise errors.Invalid(f"{bad[0]!r} is not a reason code: use lower-case letters, digits and underscores, "
+                             "starting with a letter (at most 32).", field=field)
+    if not 1 <= len(codes) <= MAX_REASON_CODES:
+        raise errors.Invalid(f"Give between 1 and {MAX_REASON_CODES} reason codes.", field=field)
+    return ",".join(codes)
+
+
+def _approval_looser(old: Any, new: Any) -> bool:
+    # Tightening from "any reviewer" is free; any other move (to a looser
+    # rule, or sideways between "admin" and "two approvals") takes a second admin.
+    return bool(old != new and old != HighRiskApproval.ANY_REVIEWER)
 
 
 WORKSPACE_SETTINGS: dict[str, Setting] = {
@@ -176,6 +211,10 @@ WORKSPACE_SETTINGS: dict[str, Setting] = {
         Setting("default_write_policy", _choice(WritePolicy.values, "The default write policy"), _to_direct),
         Setting("pii_policy", _choice(PII_POLICIES, "The personal-data policy"), _pii_looser),
         Setting("log_retention_days", _retention_days, _retention_shortened),
+        Setting("review_reason_codes", _reason_codes),
+        Setting("sla_hours", _int("The review SLA (hours)", 1, MAX_SLA_HOURS)),
+        Setting("high_risk_approval", _choice(HighRiskApproval.values, "The high-risk approval rule"),
+                _approval_looser),
     )
 }
 

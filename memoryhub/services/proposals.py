@@ -10,19 +10,35 @@ stale), and the limits and scanner as they stand at decision time.
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors, merge
-from memoryhub.models import AGENT_SCOPED, Agent, MemoryFile, Proposal, ProposalStatus, Source
+from memoryhub import errors, merge, risk
+from memoryhub.models import (
+    AGENT_SCOPED,
+    Agent,
+    HighRiskApproval,
+    MemoryFile,
+    Proposal,
+    ProposalStatus,
+    RiskLevel,
+    Source,
+    Workspace,
+)
 from memoryhub.services.access import (
+    ADMIN_ROLES,
     REVIEW_ROLES,
+    is_system,
     require_admin,
     require_reviewer,
     require_role,
+    role_in,
     user_or_none,
+    visible_proposals,
 )
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
@@ -37,6 +53,9 @@ from memoryhub.services.memory import apply_version, get_file, lock_file, make_d
 
 COMMENT_MAX = 2000
 REASON_MAX = 1000
+# A batch is read as a list before it is sent: beyond this nobody has.
+BULK_MAX = 50
+BULK_ACTIONS = ("approve", "reject")
 # A revision chain longer than this is a bug, not a review.
 _MAX_REVISIONS = 100
 
@@ -66,6 +85,7 @@ def create_proposal(
         check_safe(content)
     if pii is None:
         pii = check_pii(agent=agent, content=content)
+    tags = risk.tags_for(kind=kind, old=base_content, new=content, pii=pii)
     proposal = Proposal.objects.create(
         agent=agent,
         user_ref=user_ref,
@@ -83,6 +103,8 @@ def create_proposal(
         revises=revises,
         rollback_to=rollback_to,
         pii=pii,
+        risk_tags=tags,
+        risk_level=risk.level_for(tags),
     )
     if source == Source.CONSOLIDATION:
         # One live consolidation proposal per file: the newer run has seen
@@ -99,6 +121,7 @@ def create_proposal(
         target=proposal,
         summary=f"{source} proposed a change to {kind} (from v{base_version})",
         details={"kind": kind, "base_version": base_version, "source": source, "reason": reason,
+                 "risk": RiskLevel(proposal.risk_level).label, "risk_tags": tags,
                  **({"pii": [f["rule"] for f in pii]} if pii else {})},
     )
     return proposal
@@ -292,14 +315,48 @@ def current_version_of(proposal: Proposal) -> int:
     return file.version if file else 0
 
 
-def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "") -> Proposal:
+def clean_reason_code(*, workspace: Workspace, code: Any, required: bool = False) -> str:
+    """A decision's reason code: one of the workspace's list, or empty when
+    not required."""
+    if code is None or code == "":
+        if required:
+            raise errors.Invalid(
+                f"Choose a reason code ({', '.join(workspace.reason_codes)}).", field="reason_code"
+            )
+        return ""
+    if not isinstance(code, str) or code.strip() not in workspace.reason_codes:
+        raise errors.Invalid(
+            f"{code!r} is not a reason code of workspace {workspace.slug}; use one of "
+            f"{', '.join(workspace.reason_codes)}.", field="reason_code"
+        )
+    return code.strip()
+
+
+def _check_batchable(proposal: Proposal, batch: str | None) -> None:
+    if batch is None:
+        return
+    single = [risk.TAG_LABELS[t] for t in proposal.risk_tags if t in risk.SINGLE_REVIEW]
+    if single:
+        raise errors.NeedsSingleReview(
+            f"Proposal #{proposal.pk} is not decided in a batch ({', '.join(single)}): open it and decide it on its "
+            "own.", tags=[t for t in proposal.risk_tags if t in risk.SINGLE_REVIEW]
+        )
+
+
+def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reason_code: Any = "",
+                     batch: str | None = None) -> Proposal:
     """Apply a pending proposal as a new version, in one transaction, only if
     the file is still at the proposal's base version; otherwise mark it stale
-    (that mark commits) and raise StaleProposal."""
+    (that mark commits) and raise StaleProposal. A high-risk proposal obeys
+    the workspace's `high_risk_approval` rule: an admin only, or a first
+    approval that a second, different reviewer completes. The returned
+    proposal carries `stale_siblings`: the same file's pending proposals this
+    approval made stale. `batch` names the bulk decision it belongs to."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         proposal = _lock_file_then_proposal(proposal_id)
         check_decider(proposal=proposal, reviewer=reviewer, action="approve proposals")
+        code = clean_reason_code(workspace=proposal.agent.workspace, code=reason_code)
         if proposal.status == ProposalStatus.STALE:
             stale = stale_error(current_version=current_version_of(proposal))
         elif not proposal.is_pending:
@@ -310,7 +367,9 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "") -> P
                 "approved; conflict markers must never reach an agent."
             )
         else:
-            applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment)
+            _check_batchable(proposal, batch)
+            applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment, reason_code=code,
+                                      batch=batch)
             if applied is None:
                 return proposal
             stale = applied
@@ -318,7 +377,33 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "") -> P
     raise stale
 
 
-def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> errors.StaleProposal | None:
+def _high_risk_rule(*, proposal: Proposal, reviewer: Any) -> str:
+    """The workspace's rule for this proposal, after checking the reviewer
+    may act under it: "" (any reviewer approves), or "first" when this
+    approval is the first of two."""
+    if proposal.risk_level != RiskLevel.HIGH or is_system(reviewer):
+        return ""
+    rule = proposal.agent.workspace.high_risk_approval
+    tags = ", ".join(risk.TAG_LABELS.get(t, t) for t in proposal.risk_tags if t in risk.HIGH)
+    if rule == HighRiskApproval.ADMIN:
+        if role_in(user=reviewer, workspace=proposal.agent.workspace_id) not in ADMIN_ROLES:
+            raise errors.HighRisk(
+                f"This proposal is high risk ({tags}); in workspace {proposal.agent.workspace.slug} only an admin "
+                "approves it."
+            )
+        return ""
+    if rule == HighRiskApproval.TWO_APPROVALS:
+        if proposal.first_approved_by_id is None:
+            return "first"
+        if proposal.first_approved_by_id == getattr(reviewer, "pk", None):
+            raise errors.FourEyes(
+                "You gave this high-risk proposal its first approval; a second, different reviewer serves it."
+            )
+    return ""
+
+
+def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_code: str = "",
+                    batch: str | None = None) -> errors.StaleProposal | None:
     agent = proposal.agent
     file = lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
     current = file.version if file else 0
@@ -338,6 +423,26 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> error
     check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
     check_safe(proposal.proposed_content)
     check_pii(agent=agent, content=proposal.proposed_content)
+    batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {})}
+    if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
+        proposal.first_approved_by = reviewer
+        proposal.first_approved_by_username = _username(reviewer)
+        proposal.first_approved_at = timezone.now()
+        proposal.save(update_fields=["first_approved_by", "first_approved_by_username", "first_approved_at"])
+        record_event(
+            action="proposal.approve_first",
+            agent=agent,
+            actor_user=reviewer,
+            user_ref=proposal.user_ref,
+            target=proposal,
+            summary=f"First of two approvals of high-risk proposal #{proposal.pk}; a second reviewer serves it",
+            details={"comment": comment, "risk_tags": proposal.risk_tags, **batch_details},
+        )
+        return None
+    siblings = list(
+        Proposal.objects.pending().for_file(agent, proposal.kind, proposal.user_ref).exclude(pk=proposal.pk)
+        .order_by("pk").values_list("pk", flat=True)
+    )
     undone: list[int] = []
     if file is not None and proposal.source == Source.ROLLBACK and proposal.rollback_to is not None:
         # Every version after the target is undone: open sessions that froze
@@ -366,10 +471,18 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> error
     proposal.decided_by_username = _username(reviewer)
     proposal.decided_at = timezone.now()
     proposal.decision_comment = comment
+    proposal.reason_code = reason_code
     proposal.applied_version = file.version
     proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment",
-                                 "applied_version"])
-    details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source}
+                                 "reason_code", "applied_version"])
+    # apply_version turned every other pending proposal for this file stale.
+    proposal.stale_siblings = tuple(siblings)
+    details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source,
+                               **batch_details}
+    if siblings:
+        details["stale_siblings"] = siblings
+    if proposal.first_approved_by_id:
+        details["first_approved_by"] = proposal.first_approved_by_username
     if undone:
         details.update(rollback_to=proposal.rollback_to, undone_versions=undone)
     record_event(
@@ -385,29 +498,209 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str) -> error
     return None
 
 
-def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any) -> Proposal:
+def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any, reason_code: Any = "",
+                    batch: str | None = None) -> Proposal:
+    """Nothing served changes. A rejection says why: a comment, a reason
+    code, or both."""
+    has_code = isinstance(reason_code, str) and bool(reason_code.strip())
     comment = validate_text(comment, field="comment", label="A comment saying why you reject this proposal",
-                            max_length=COMMENT_MAX, required=True)
+                            max_length=COMMENT_MAX, required=not has_code)
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
         check_decider(proposal=proposal, reviewer=reviewer, action="reject proposals")
+        code = clean_reason_code(workspace=proposal.agent.workspace, code=reason_code)
         if not proposal.is_open:
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
+        _check_batchable(proposal, batch)
         proposal.status = ProposalStatus.REJECTED
         proposal.decided_by = reviewer
         proposal.decided_by_username = _username(reviewer)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
-        proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment"])
+        proposal.reason_code = code
+        proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment",
+                                     "reason_code"])
         record_event(
             action="proposal.reject",
             agent=proposal.agent,
             actor_user=reviewer,
             user_ref=proposal.user_ref,
             target=proposal,
-            summary=f"Rejected proposal #{proposal.pk} for {proposal.kind}",
-            details={"comment": comment, "source": proposal.source},
+            summary=f"Rejected proposal #{proposal.pk} for {proposal.kind}" + (f" ({code})" if code else ""),
+            details={"comment": comment, "source": proposal.source, "reason_code": code,
+                     **({"batch": batch} if batch else {})},
         )
+    return proposal
+
+
+# --- batches --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BulkItem:
+    id: Any
+    status: str = ""
+    error: errors.DomainError | None = None
+    # Under the two-approvals rule: this approval was the first of two.
+    first_approval: bool = False
+    stale_siblings: tuple[int, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"id": self.id, "error": {"code": self.error.code, "message": self.error.detail}}
+        answer: dict[str, Any] = {"id": self.id, "status": self.status}
+        if self.first_approval:
+            answer["approvals"] = 1
+        if self.stale_siblings:
+            answer["stale_siblings"] = list(self.stale_siblings)
+        return answer
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    batch: str
+    action: str
+    reason_code: str
+    items: list[BulkItem] = field(default_factory=list)
+
+    @property
+    def done(self) -> list[BulkItem]:
+        return [item for item in self.items if item.error is None]
+
+    @property
+    def refused(self) -> list[BulkItem]:
+        return [item for item in self.items if item.error is not None]
+
+
+def _bulk_ids(ids: Any) -> list[int]:
+    if not isinstance(ids, list) or not ids:
+        raise errors.Invalid("Send the proposals to decide as a non-empty list of ids.", field="ids")
+    cleaned: list[int] = []
+    for raw in ids:
+        if isinstance(raw, bool):
+            raise errors.Invalid("Every id must be a whole number.", field="ids")
+        try:
+            cleaned.append(int(raw))
+        except (TypeError, ValueError) as exc:
+            raise errors.Invalid("Every id must be a whole number.", field="ids") from exc
+    cleaned = list(dict.fromkeys(cleaned))
+    if len(cleaned) > BULK_MAX:
+        raise errors.BatchTooLarge(
+            f"A batch decides at most {BULK_MAX} proposals; this one has {len(cleaned)}. Split it.",
+            limit=BULK_MAX,
+        )
+    return cleaned
+
+
+def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Any, comment: Any = "") -> BulkResult:
+    """Approve or reject up to BULK_MAX proposals with one reason code. Each
+    goes through approve_proposal / reject_proposal, so every rule of the
+    single decision holds per item (own, stale, conflicted, role, high
+    risk); proposals that must be read on their own (persona files, scanner
+    or personal-data findings) are refused too. A refused item is listed
+    with its error and the rest are decided. Every item gets one audit
+    event carrying the batch id: its decision, or `proposal.bulk_refused`."""
+    if action not in BULK_ACTIONS:
+        raise errors.Invalid("action must be approve or reject.", field="action")
+    wanted = _bulk_ids(ids)
+    if not isinstance(reason_code, str) or not reason_code.strip():
+        raise errors.Invalid("A batch decision needs a reason code.", field="reason_code")
+    reason_code = reason_code.strip()
+    comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
+    found = {p.pk: p for p in visible_proposals(actor).filter(pk__in=wanted)}
+    known: set[str] = set()
+    for visible in found.values():
+        known.update(visible.agent.workspace.reason_codes)
+    if found and reason_code not in known:
+        raise errors.Invalid(
+            f"{reason_code!r} is not a reason code here; use one of {', '.join(sorted(known))}.", field="reason_code"
+        )
+    batch = uuid.uuid4().hex
+    items: list[BulkItem] = []
+    for pk in wanted:
+        seen = found.get(pk)
+        if seen is None:
+            items.append(BulkItem(id=pk, error=errors.NotFound("There is no such proposal in your workspaces.")))
+            continue
+        proposal = seen
+        try:
+            if action == "approve":
+                done = approve_proposal(proposal_id=pk, reviewer=actor, comment=comment, reason_code=reason_code,
+                                        batch=batch)
+            else:
+                done = reject_proposal(proposal_id=pk, reviewer=actor, comment=comment, reason_code=reason_code,
+                                       batch=batch)
+        except errors.DomainError as exc:
+            items.append(BulkItem(id=pk, error=exc))
+            record_event(
+                action="proposal.bulk_refused",
+                agent=proposal.agent,
+                actor_user=actor,
+                user_ref=proposal.user_ref,
+                target=proposal,
+                summary=f"Batch {action} refused proposal #{pk}: {exc.code}",
+                details={"batch": batch, "action": action, "reason_code": reason_code, "code": exc.code,
+                         "detail": exc.detail},
+            )
+            continue
+        items.append(BulkItem(id=pk, status=done.status, stale_siblings=done.stale_siblings,
+                              first_approval=done.status == ProposalStatus.PENDING))
+    return BulkResult(batch=batch, action=action, reason_code=reason_code, items=items)
+
+
+# --- claims ---------------------------------------------------------------------------------
+
+
+def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
+    """Say "I am reviewing this". Advisory: others see the claim and are
+    warned, but may still decide the proposal (a lock would leave it stuck
+    when the claimer is away). A claim is not taken over silently: the
+    claimer or an admin releases it first."""
+    with transaction.atomic():
+        proposal = _lock_proposal(proposal_id)
+        require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="claim proposals")
+        if not proposal.is_open:
+            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to claim.")
+        if getattr(actor, "pk", None) in authors_of(proposal):
+            raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else reviews it "
+                                  "(four-eyes rule); it cannot be yours to claim.")
+        if proposal.claimed_by_id == getattr(actor, "pk", None):
+            return proposal
+        if proposal.claimed_by_id is not None:
+            raise errors.Claimed(
+                f"This proposal is claimed already: {proposal.claimer_name} holds the claim; they or an admin "
+                "release it first.",
+                claimed_by=proposal.claimer_name,
+            )
+        proposal.claimed_by = actor
+        proposal.claimed_by_username = _username(actor)
+        proposal.claimed_at = timezone.now()
+        proposal.save(update_fields=["claimed_by", "claimed_by_username", "claimed_at"])
+        record_event(action="proposal.claim", agent=proposal.agent, actor_user=actor, user_ref=proposal.user_ref,
+                     target=proposal, summary=f"Claimed proposal #{proposal.pk}")
+    return proposal
+
+
+def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
+    """Release a claim: the claimer's own, or anyone's for an admin."""
+    with transaction.atomic():
+        proposal = _lock_proposal(proposal_id)
+        role = require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="release claims")
+        if not proposal.is_open:
+            raise errors.NotPending(f"This proposal is already {proposal.status}; there is no claim to release.")
+        if proposal.claimed_by_id is None:
+            raise errors.Invalid("This proposal is not claimed.")
+        holder = proposal.claimer_name
+        if proposal.claimed_by_id != getattr(actor, "pk", None) and role not in (*ADMIN_ROLES, "system"):
+            raise errors.PermissionDenied(f"This proposal is claimed by someone else: only {holder} or an admin "
+                                          "releases the claim.")
+        proposal.claimed_by = None
+        proposal.claimed_by_username = ""
+        proposal.claimed_at = None
+        proposal.save(update_fields=["claimed_by", "claimed_by_username", "claimed_at"])
+        record_event(action="proposal.unclaim", agent=proposal.agent, actor_user=actor, user_ref=proposal.user_ref,
+                     target=proposal, summary=f"Released the claim of {holder} on proposal #{proposal.pk}",
+                     details={"claimed_by": holder})
     return proposal
 
 

@@ -79,3 +79,17 @@ def _plain(value: Any) -> str:
 @register.filter
 def get_item(mapping: Any, key: Any) -> Any:
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def duration_words(value: Any) -> str:
+    """A timedelta as "3 h 20 min" / "2 d 4 h" / "45 min" (dashboards: short, exact enough)."""
+    seconds = int(value.total_seconds()) if hasattr(value, "total_seconds") else 0
+    days, rest = divmod(max(seconds, 0), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else "under a minute"

@@ -66,7 +66,7 @@ def test_it_shows_a_proposal_with_its_diff_and_rationale(proposal, reviewer):
 def test_a_reviewer_approves_and_the_agent_sees_the_new_version(agent, proposal, reviewer):
     response = staff_client(reviewer).post(f"/api/v1/proposals/{proposal.pk}/approve", {"comment": "ok"},
                                            format="json")
-    assert response.status_code == 200 and response.json() == {"status": "approved", "version": 2}
+    assert response.status_code == 200 and response.json() == {"status": "approved", "version": 2, "stale_siblings": []}
     assert agent_client(agent).get("/api/v1/memory/SOUL.md").json()["content"] == "v2"
 
 
@@ -122,7 +122,7 @@ def test_versions_and_rollback(agent, reviewer, second_reviewer):
     own = client.post(f"/api/v1/proposals/{rollback}/approve", {}, format="json")
     assert own.status_code == 403 and error_code(own) == "four_eyes"
     approved = staff_client(second_reviewer).post(f"/api/v1/proposals/{rollback}/approve", {}, format="json")
-    assert approved.status_code == 200 and approved.json() == {"status": "approved", "version": 3}
+    assert approved.status_code == 200 and approved.json() == {"status": "approved", "version": 3, "stale_siblings": []}
     assert agent_client(agent).get("/api/v1/memory/MEMORY.md?user=u1").json()["content"] == "one"
 
 

@@ -279,6 +279,12 @@ def posts(world: dict[str, Any]) -> list[tuple[Any, str, dict[str, Any]]]:
         (world["admin"], f"/proposals/{world['rollback'].pk}/", {"action": "withdraw", "comment": p["all"]}),
         (world["reviewer"], f"/proposals/{world['rollback'].pk}/", {"action": "withdraw", "comment": p["all"]}),
         (world["reviewer"], f"/proposals/{world['revision'].pk}/", {"action": p["htmx"]}),
+        # Batches: refused whole (the typed reason code echoed) and decided item by item, claims.
+        (world["reviewer"], "/queue/bulk/", {"ids": [world["target"].pk], "action": "approve",
+                                             "reason_code": p["all"], "comment": p["all"]}),
+        (world["reviewer"], "/queue/bulk/", {"ids": [world["revision"].pk, world["about"].pk], "action": "reject",
+                                             "reason_code": "duplicate", "comment": p["all"]}),
+        (world["reviewer"], f"/proposals/{world['revision'].pk}/", {"action": "claim"}),
         # File history: refused and done.
         (world["reviewer"], history(world, "USER.md"), {"action": "rollback", "reason": p["all"]}),
         (world["reviewer"], history(world, "USER.md"), {"action": "release", "reason": p["all"]}),
