@@ -62,8 +62,10 @@ urlpatterns = [
     path("api/v1/", include("memoryhub.api_urls")),
     path("api/v1/", include("reviews.api_urls")),
     path("api/v1/", include("consolidation.api_urls")),
+    path("api/v1/", include("notifications.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("django-admin/", admin.site.urls),
+    path("", include("notifications.urls")),
     path("", include("reviews.urls")),
 ]
