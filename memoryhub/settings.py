@@ -84,6 +84,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: times every answer, refusals included (/metrics).
+    "memoryhub.metrics.MetricsMiddleware",
     # First: over-long URLs and headers are refused before any other work.
     "memoryhub.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
