@@ -27,6 +27,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only a workspace admin may manage webhooks.")
     form = {"url": "", "events": list(EVENTS), "workspace": ""}
     error = ""
+    status = 200
     if request.method == "POST":
         action = request.POST.get("action", "")
         try:
@@ -50,7 +51,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         except errors.PermissionDenied as exc:
             raise PermissionDenied(exc.detail) from exc
         except errors.DomainError as exc:
-            error = exc.detail
+            error, status = exc.detail, exc.status
         else:
             return HttpResponseRedirect(reverse("webhooks"))
     return TemplateResponse(request, "notifications/webhooks.html", {
@@ -60,7 +61,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
         "events": EVENTS,
         "form": form,
         "error": error,
-    }, status=422 if error else 200)
+    }, status=status)
 
 
 @login_required

@@ -37,12 +37,15 @@ from consolidation import services as consolidation
 from memoryhub import services
 from memoryhub.models import LogRole, Role, Source, WritePolicy
 from memoryhub.wsgi import application
+from notifications import services as notify
 from tests.factories import AgentFactory, ToolFactory, staff
 
 STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs", "/api/v1/changes",
-                  "/api/v1/subjects")
+                  "/api/v1/subjects", "/api/v1/webhooks")
 # Operations only an admin may perform answer 2xx with the admin's token.
-ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}"), ("GET", "/api/v1/subjects/{user_ref}/export")}
+ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}"), ("GET", "/api/v1/subjects/{user_ref}/export"),
+                    ("GET", "/api/v1/webhooks"), ("POST", "/api/v1/webhooks"),
+                    ("DELETE", "/api/v1/webhooks/{webhook_id}")}
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -141,6 +144,12 @@ def seed_data() -> Seeded:
         services.withhold_file(agent=agent, kind="MEMORY.md", user_ref=held, actor=reviewer, reason="seeded")
     own_change = services.request_release(agent=agent, kind="MEMORY.md", user_ref="held-own", actor=reviewer,
                                           reason="seeded").pk
+    hooks = [notify.create_webhook(actor=admin, workspace=agent.workspace, url=f"https://hooks.example.com/{i}",
+                                   events=["proposal.created"], secret="schema-webhook-secret")[0].pk
+             for i in range(8)]
+    foreign_hook = notify.create_webhook(actor=staff(elsewhere.workspace, Role.ADMIN), workspace=elsewhere.workspace,
+                                         url="https://hooks.example.com/x", events=["run.failed"],
+                                         secret="schema-webhook-secret")[0].pk
     _, agent_key = services.issue_agent_key(agent=agent, actor=services.SYSTEM)
     _, staff_token = services.issue_staff_token(user=reviewer)
     _, admin_token = services.issue_staff_token(user=admin)
@@ -169,6 +178,7 @@ def seed_data() -> Seeded:
             "user/{entry_id}": [USERS[0]],
             # Seeded end users, and one the workspace holds nothing about.
             "user_ref": [*USERS, "nobody"],
+            "webhook_id": [*hooks, foreign_hook],
         },
     )
 
@@ -246,6 +256,9 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
                 "patch": {"old_text": "Rides model", "new_text": "Rides a gravel bike."},
                 "delete": {"old_text": "Rides model"}}[operation.method.lower()]
         examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]}, body=body,
+                                       media_type="application/json"))
+    if operation.path == "/api/v1/webhooks" and operation.method.upper() == "POST":
+        examples.append(operation.Case(body={"url": "https://hooks.example.com/schema", "events": ["run.failed"]},
                                        media_type="application/json"))
     if operation.path.endswith("/versions"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
