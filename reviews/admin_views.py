@@ -532,14 +532,17 @@ SPEND_AGENTS = 6
 def _trend_charts(workspace_ids: list[int], days: list[date], *, since: Any, now: Any) -> dict[str, Any]:
     figures = selectors.trends(workspace_ids, since=since, now=now)
     labels = _day_labels(days)
+    # A day without a new version keeps the size the files had.
+    average: list[float] = []
+    largest: list[float] = []
+    for d in days:
+        avg, top = figures.memory_size.get(d, (average[-1] if average else 0, largest[-1] if largest else 0))
+        average.append(round(avg))
+        largest.append(top)
     size_chart = charts.line_chart(
         title="MEMORY.md size, versions written per day",
         labels=labels,
-        series=[
-            charts.Series("Average", [round(figures.memory_size[d][0]) if d in figures.memory_size else 0
-                                      for d in days]),
-            charts.Series("Largest", [figures.memory_size[d][1] if d in figures.memory_size else 0 for d in days]),
-        ],
+        series=[charts.Series("Average", average), charts.Series("Largest", largest)],
         unit="chars",
     ) if figures.memory_size else None
     totals: dict[str, float] = {}

@@ -103,3 +103,10 @@ def test_each_chart_gets_unique_ids_for_its_accessible_name():
     first = parse(charts.bar_chart(title="A", labels=["x"], series=[charts.Series("s", [1])]))
     second = parse(charts.bar_chart(title="B", labels=["x"], series=[charts.Series("s", [1])]))
     assert first.get("aria-labelledby") != second.get("aria-labelledby")
+
+
+def test_fractions_of_a_cent_stay_apart_on_the_axis() -> None:
+    from reviews.charts import _fmt
+
+    assert [_fmt(v) for v in (0.0025, 0.005, 0.0075)] == ["0.0025", "0.005", "0.0075"]
+    assert _fmt(0.25) == "0.25" and _fmt(12.5) == "12.5"
