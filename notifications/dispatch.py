@@ -87,7 +87,9 @@ def on_audit_event(event: AuditEvent, target: Any) -> None:
     from notifications import services
 
     if name == "proposal.created" and target is not None and services.is_high_risk(target):
-        services.queue_notices(kind=NoticeKind.HIGH_RISK, workspace=event.workspace, objects=[target])
+        # Its author knows already (and may not decide it anyway).
+        services.queue_notices(kind=NoticeKind.HIGH_RISK, workspace=event.workspace, objects=[target],
+                               exclude_user_id=getattr(target, "author_user_id", None))
     elif name == "run.failed" and target is not None:
         services.queue_notices(kind=NoticeKind.RUN_FAILED, workspace=event.workspace, objects=[target])
 

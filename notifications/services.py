@@ -451,12 +451,13 @@ def _message(kind: str, obj: Any) -> tuple[str, str]:
             f"A high-risk {what} awaits review.\n\nReview it: {base}/proposals/{obj.pk}/\n")
 
 
-def queue_notices(*, kind: str, workspace: Workspace | None, objects: list[Any]) -> int:
+def queue_notices(*, kind: str, workspace: Workspace | None, objects: list[Any],
+                  exclude_user_id: int | None = None) -> int:
     """Notices for each object to each recipient, once (the unique
     constraint drops repeats). Written in the caller's transaction."""
     if workspace is None or not objects:
         return 0
-    people = recipients(workspace_id=workspace.pk, kind=kind)
+    people = [p for p in recipients(workspace_id=workspace.pk, kind=kind) if p.pk != exclude_user_id]
     if not people:
         return 0
     rows = []
