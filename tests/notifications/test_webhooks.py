@@ -334,3 +334,15 @@ def test_the_console_shows_why_a_webhook_was_refused(client: Any, workspace: Any
 def test_the_webhooks_page_is_for_admins(client: Any, workspace: Any) -> None:
     client.force_login(staff(workspace, Role.REVIEWER))
     assert client.get("/webhooks/").status_code == 403
+
+
+def test_the_django_admin_never_shows_the_secret(client: Any, workspace: Any, admin: Any) -> None:
+    from django.urls import reverse
+
+    hook = _hook(workspace, admin, "https://hooks.example.com/")
+    admin.is_staff = admin.is_superuser = True
+    admin.save()
+    client.force_login(admin)
+    page = client.get(reverse("admin:notifications_webhook_change", args=[hook.pk]))
+    assert page.status_code == 200
+    assert "hooks.example.com" in page.content.decode() and SECRET not in page.content.decode()
