@@ -52,7 +52,9 @@ class WebhookListView(StaffAPIView):
         secret = serializers.CharField(required=False, help_text="Only when generated; shown this once.")
 
     @extend_schema(operation_id="list_webhooks",
-                   responses={200: WebhookSerializer(many=True), **error_responses(401, 403, 429)})
+                   responses={200: WebhookSerializer(many=True), **error_responses(401, 403, 429)},
+                   description="Admin only: the webhooks of the workspaces where you are an admin. The secret is "
+                   "never returned.")
     def get(self, request: Request) -> Response:
         services.admin_workspace_ids(request.user)
         return Response([webhook_detail(h) for h in services.visible_webhooks(request.user)[:500]])
@@ -74,7 +76,8 @@ class WebhookListView(StaffAPIView):
 
 class WebhookDetailView(StaffAPIView):
     @extend_schema(operation_id="delete_webhook", request=None,
-                   responses={204: None, **error_responses(401, 403, 404, 429)})
+                   responses={204: None, **error_responses(401, 403, 404, 429)},
+                   description="Admin only. Nothing more is sent to it; its delivery log is kept.")
     def delete(self, request: Request, webhook_id: int) -> Response:
         services.delete_webhook(actor=request.user, webhook_id=webhook_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
