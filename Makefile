@@ -73,7 +73,7 @@ test-fast: lint
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy memoryhub consolidation reviews
+	$(VENV)/bin/mypy memoryhub consolidation reviews notifications
 	$(VENV)/bin/mypy --strict $(CLIENT)/src
 
 # Add or bump a dependency in pyproject.toml, install it into .venv

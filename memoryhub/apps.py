@@ -9,14 +9,23 @@ class MemoryhubConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate
+        from django.db.models.signals import post_migrate, pre_migrate
 
         from memoryhub import login_throttle, signals  # noqa: F401  (history plumbing)
 
         login_throttle.connect()
 
+        pre_migrate.connect(_before_migrate, sender=self)
         post_migrate.connect(_reinstall_append_only_triggers, sender=self)
         post_migrate.connect(_grant_app_role, sender=self)
+
+
+def _before_migrate(using: str = "default", **kwargs: object) -> None:
+    from django.db import connections
+
+    from memoryhub import immutability
+
+    immutability.begin_migrating(connections[using])
 
 
 def _reinstall_append_only_triggers(using: str = "default", **kwargs: object) -> None:
@@ -27,6 +36,7 @@ def _reinstall_append_only_triggers(using: str = "default", **kwargs: object) ->
 
     from memoryhub import immutability
 
+    immutability.end_migrating(connections[using])
     immutability.install(connections[using])
 
 

@@ -35,6 +35,9 @@ def grant_sql(role: str, tables: list[str], quote: Any) -> list[str]:
     ]
     statements += [f"REVOKE UPDATE, DELETE ON {t} FROM {name}" for t in immutability.APPEND_ONLY_TABLES if t in tables]
     statements += [f"REVOKE DELETE ON {t} FROM {name}" for t in NO_DELETE if t in tables]
+    # Only the owner (seed_demo at install time) may open the seeding window.
+    if immutability.SEED_WINDOW in tables:
+        statements.append(f"REVOKE INSERT, UPDATE, DELETE ON {immutability.SEED_WINDOW} FROM {name}")
     return statements
 
 

@@ -17,9 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from memoryhub import services
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memoryhub import demo_history, immutability, services
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -1131,11 +1135,7 @@ class _Seeder:
         self.report.add("pending proposals")
 
 
-def seed_demo(*, log: Callable[[str], Any] | None = None) -> SeedReport:
-    """Create whatever part of the demo data is missing. Each object is
-    created in its own service transaction, so an interrupted run leaves a
-    consistent database that the next run completes."""
-    seeder = _Seeder(log)
+def _seed_base(seeder: _Seeder, *, sessions: bool) -> tuple[dict[str, Agent], dict[str, Any]]:
     workspace, created = services.ensure_workspace(slug=WORKSPACE_SLUG, name=WORKSPACE_NAME)
     if created:
         seeder.report.add("workspaces")
@@ -1159,9 +1159,40 @@ def seed_demo(*, log: Callable[[str], Any] | None = None) -> SeedReport:
                 seeder.file_versions(
                     agent=agent, kind=kind, user_ref=user.user_ref, versions=versions, admin=admin, reviewer=reviewer
                 )
-        for user in spec.users:
-            for session in user.sessions:
-                seeder.session(agent, user.user_ref, session)
+        if sessions:
+            for user in spec.users:
+                for session in user.sessions:
+                    seeder.session(agent, user.user_ref, session)
+    return agents, users
 
+
+def _seed_history(seeder: _Seeder) -> None:
+    """On an empty database only: the workspace as it was set up 14 days ago
+    and 14 days of use since, in one transaction inside the seeding window
+    (memoryhub.demo_history, memoryhub.immutability)."""
+    now = timezone.now()
+    with transaction.atomic():
+        if not immutability.open_seed_window(connection, note=f"seed_demo: {demo_history.HISTORY_DAYS} days of "
+                                             f"demo history, written {now:%Y-%m-%d %H:%M} UTC"):
+            if immutability.seed_window(connection) is None:
+                seeder.report.skipped.append("the 14 days of history (the database already held data; history "
+                                             "is only ever seeded into an empty database)")
+            return
+        with demo_history.demo_clock(now - timedelta(days=demo_history.HISTORY_DAYS)):
+            agents, users = _seed_base(seeder, sessions=False)
+        demo_history.play(agents=agents, users=users, now=now, report=seeder.report)
+        immutability.close_seed_window(connection)
+    seeder.say(f"  {demo_history.HISTORY_DAYS} days of history")
+
+
+def seed_demo(*, log: Callable[[str], Any] | None = None, history: bool = True) -> SeedReport:
+    """Create whatever part of the demo data is missing. Each object is
+    created in its own service transaction, so an interrupted run leaves a
+    consistent database that the next run completes. On an empty database the
+    first run also writes 14 days of history (all in one transaction)."""
+    seeder = _Seeder(log)
+    if history:
+        _seed_history(seeder)
+    agents, users = _seed_base(seeder, sessions=True)
     seeder.pending_proposals(agents, users)
     return seeder.report

@@ -50,6 +50,15 @@ the UPDATE is a redaction. SQLite triggers list the table's columns as they
 are when installed: install() drops and recreates them, and runs after
 every migrate (apps.py), so a column added later is guarded too.
 
+Demo data (`seed_demo`, docs/operations.md "Demo data") is the one
+exception to "no back-dated INSERT", and a narrow one: a seeding window
+(`memoryhub_seedwindow`, a single row) may be opened only on an empty
+database — no audit event, proposal, log entry or history row yet — and only
+once: it can be closed but never reopened, changed or deleted, so it stays
+as the record of what was seeded and when. `seed_demo` opens and closes it
+in the one transaction that writes the back-dated history, so no other
+connection ever sees it open. The app's database role may only read it.
+
 The app's database role owns none of these tables (docs/operations.md,
 memoryhub.db_roles), so it can neither drop nor disable these triggers.
 SQLite has no roles and no way to switch a trigger off, so tests drop and
@@ -59,6 +68,8 @@ recreate the triggers around a flush (tests/conftest.py).
 from __future__ import annotations
 
 from typing import Any
+
+from django.db import DatabaseError, transaction
 
 # How far a row's own timestamp may lie behind the database clock at INSERT:
 # app servers' clocks drift, and a timestamp is taken before its INSERT runs.
@@ -71,6 +82,7 @@ PROPOSAL = "memoryhub_proposal"
 RUN = "consolidation_consolidationrun"
 SERVED = "memoryhub_memoryfile"
 ERASURES = "memoryhub_erasurerecord"
+SEED_WINDOW = "memoryhub_seedwindow"
 
 APPEND_ONLY_TABLES = (HISTORY, LOG, AUDIT, ERASURES)
 # Each append-only table's own timestamp, checked against back-dating.
@@ -175,6 +187,8 @@ def _pg_redaction_allowed(table: str) -> str:
 
 _PG_REFUSE = "RAISE EXCEPTION 'memoryhub: {message}' USING ERRCODE = 'insufficient_privilege'"
 _PG_TOO_OLD = f"clock_timestamp() - interval '{CLOCK_SKEW_SECONDS} seconds'"
+# True only inside seed_demo's transaction on a database that was empty.
+_PG_SEEDING = f"EXISTS (SELECT 1 FROM {SEED_WINDOW} WHERE closed_at IS NULL)"
 
 
 def _pg_append_only(table: str) -> str:
@@ -183,7 +197,7 @@ def _pg_append_only(table: str) -> str:
 CREATE OR REPLACE FUNCTION memoryhub_guard_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN{_pg_redaction_allowed(table)}
     IF TG_OP = 'INSERT' THEN
-        IF NEW.{stamp} < {_PG_TOO_OLD} THEN
+        IF NEW.{stamp} < {_PG_TOO_OLD} AND NOT {_PG_SEEDING} THEN
             RAISE EXCEPTION 'memoryhub: INSERT on {table} is refused: {stamp} % is back-dated', NEW.{stamp}
                 USING ERRCODE = 'insufficient_privilege';
         END IF;
@@ -200,7 +214,7 @@ _PG_PROPOSAL = f"""
 CREATE OR REPLACE FUNCTION memoryhub_guard_{PROPOSAL}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN{_pg_redaction_allowed(PROPOSAL)}
     IF TG_OP = 'INSERT' THEN
-        IF NEW.created_at < {_PG_TOO_OLD} OR NEW.decided_at < {_PG_TOO_OLD} THEN
+        IF (NEW.created_at < {_PG_TOO_OLD} OR NEW.decided_at < {_PG_TOO_OLD}) AND NOT {_PG_SEEDING} THEN
             {_PG_REFUSE.format(message='INSERT on {PROPOSAL} is refused: the proposal is back-dated')};
         END IF;
         RETURN NEW;
@@ -220,7 +234,7 @@ BEGIN{_pg_redaction_allowed(PROPOSAL)}
         {_PG_REFUSE.format(message='UPDATE on {PROPOSAL} is refused: what a proposal says is fixed when it is made')};
     END IF;
     IF NEW.status IN ({_sql_list(DECIDED_BY_A_PERSON)}) AND
-       (NEW.decided_at IS NULL OR NEW.decided_at < {_PG_TOO_OLD}) THEN
+       (NEW.decided_at IS NULL OR (NEW.decided_at < {_PG_TOO_OLD} AND NOT {_PG_SEEDING})) THEN
         {_PG_REFUSE.format(message='UPDATE on {PROPOSAL} is refused: the decision is back-dated')};
     END IF;
     RETURN NEW;
@@ -232,7 +246,7 @@ _PG_RUN = f"""
 CREATE OR REPLACE FUNCTION memoryhub_guard_{RUN}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN{_pg_redaction_allowed(RUN)}
     IF TG_OP = 'INSERT' THEN
-        IF NEW.created_at < {_PG_TOO_OLD} OR NEW.finished_at < {_PG_TOO_OLD} THEN
+        IF (NEW.created_at < {_PG_TOO_OLD} OR NEW.finished_at < {_PG_TOO_OLD}) AND NOT {_PG_SEEDING} THEN
             {_PG_REFUSE.format(message='INSERT on {RUN} is refused: the run is back-dated')};
         END IF;
         RETURN NEW;
@@ -408,6 +422,7 @@ _PG_LEGACY = [
 # --- SQLite ------------------------------------------------------------------------
 
 _SQLITE_TOO_OLD = f"strftime('%Y-%m-%d %H:%M:%f', 'now', '-{CLOCK_SKEW_SECONDS} seconds')"
+_SQLITE_SEEDING = f"EXISTS (SELECT 1 FROM {SEED_WINDOW} WHERE closed_at IS NULL)"
 
 
 def _sqlite_trigger(name: str, when: str, table: str, condition: str, message: str) -> str:
@@ -423,14 +438,14 @@ def _sqlite_rules(table: str) -> list[tuple[str, str, str, str]]:
         return [
             ("no_update", "BEFORE UPDATE", "", f"UPDATE on {table} is refused: this table is append-only"),
             ("no_delete", "BEFORE DELETE", "", f"DELETE on {table} is refused: this table is append-only"),
-            ("no_backdating", "BEFORE INSERT", f"NEW.{stamp} < {_SQLITE_TOO_OLD}",
+            ("no_backdating", "BEFORE INSERT", f"NEW.{stamp} < {_SQLITE_TOO_OLD} AND NOT {_SQLITE_SEEDING}",
              f"INSERT on {table} is refused: {stamp} is back-dated"),
         ]
     if table == PROPOSAL:
         fixed = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in PROPOSAL_FIXED)
         return [
             ("no_backdating", "BEFORE INSERT",
-             f"NEW.created_at < {_SQLITE_TOO_OLD} OR NEW.decided_at < {_SQLITE_TOO_OLD}",
+             f"(NEW.created_at < {_SQLITE_TOO_OLD} OR NEW.decided_at < {_SQLITE_TOO_OLD}) AND NOT {_SQLITE_SEEDING}",
              f"INSERT on {table} is refused: the proposal is back-dated"),
             ("decided_is_final", "BEFORE UPDATE", f"OLD.status NOT IN ({_sql_list(OPEN_PROPOSAL)})",
              f"UPDATE on {table} is refused: the proposal is already decided"),
@@ -438,7 +453,7 @@ def _sqlite_rules(table: str) -> list[tuple[str, str, str, str]]:
              f"UPDATE on {table} is refused: what a proposal says is fixed when it is made"),
             ("no_backdated_decision", "BEFORE UPDATE",
              f"NEW.status IN ({_sql_list(DECIDED_BY_A_PERSON)}) AND "
-             f"(NEW.decided_at IS NULL OR NEW.decided_at < {_SQLITE_TOO_OLD})",
+             f"(NEW.decided_at IS NULL OR (NEW.decided_at < {_SQLITE_TOO_OLD} AND NOT {_SQLITE_SEEDING}))",
              f"UPDATE on {table} is refused: the decision is back-dated"),
             ("no_delete", "BEFORE DELETE", f"OLD.status NOT IN ({_sql_list(OPEN_PROPOSAL)})",
              f"DELETE on {table} is refused: a decided proposal is kept"),
@@ -446,7 +461,7 @@ def _sqlite_rules(table: str) -> list[tuple[str, str, str, str]]:
     if table == RUN:
         return [
             ("no_backdating", "BEFORE INSERT",
-             f"NEW.created_at < {_SQLITE_TOO_OLD} OR NEW.finished_at < {_SQLITE_TOO_OLD}",
+             f"(NEW.created_at < {_SQLITE_TOO_OLD} OR NEW.finished_at < {_SQLITE_TOO_OLD}) AND NOT {_SQLITE_SEEDING}",
              f"INSERT on {table} is refused: the run is back-dated"),
             ("finished_is_final", "BEFORE UPDATE", f"OLD.status NOT IN ({_sql_list(ACTIVE_RUN)})",
              f"UPDATE on {table} is refused: the run already finished"),
@@ -530,6 +545,89 @@ def _sqlite_uninstall(table: str) -> list[str]:
     return [f"DROP TRIGGER IF EXISTS {table}_{suffix};" for suffix, *_ in _sqlite_rules(table)]
 
 
+# --- the seeding window ----------------------------------------------------------------
+
+_EMPTY = f"""NOT EXISTS (SELECT 1 FROM {AUDIT}) AND NOT EXISTS (SELECT 1 FROM {PROPOSAL})
+        AND NOT EXISTS (SELECT 1 FROM {LOG}) AND NOT EXISTS (SELECT 1 FROM {HISTORY})"""
+
+_WINDOW_ONCE = f"INSERT on {SEED_WINDOW} is refused: seeding opens once, on an empty database"
+_PG_WINDOW = [
+    f"""CREATE TABLE IF NOT EXISTS {SEED_WINDOW} (
+        id integer PRIMARY KEY CHECK (id = 1),
+        opened_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        closed_at timestamptz,
+        note text NOT NULL DEFAULT '')""",
+    f"""
+CREATE OR REPLACE FUNCTION memoryhub_guard_{SEED_WINDOW}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.closed_at IS NOT NULL OR NEW.opened_at < {_PG_TOO_OLD} OR NOT ({_EMPTY}) THEN
+            {_PG_REFUSE.format(message=_WINDOW_ONCE)};
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF TG_OP = 'DELETE' OR OLD.closed_at IS NOT NULL OR NEW.closed_at IS NULL
+       OR (NEW.id, NEW.opened_at, NEW.note) IS DISTINCT FROM (OLD.id, OLD.opened_at, OLD.note) THEN
+        RAISE EXCEPTION 'memoryhub: % on {SEED_WINDOW} is refused: a seeding window is only ever closed', TG_OP
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+""",
+    f"DROP TRIGGER IF EXISTS {SEED_WINDOW}_guard ON {SEED_WINDOW};",
+    f"CREATE TRIGGER {SEED_WINDOW}_guard BEFORE INSERT OR UPDATE OR DELETE ON {SEED_WINDOW} "
+    f"FOR EACH ROW EXECUTE FUNCTION memoryhub_guard_{SEED_WINDOW}();",
+    f"DROP TRIGGER IF EXISTS {SEED_WINDOW}_no_truncate ON {SEED_WINDOW};",
+    f"CREATE TRIGGER {SEED_WINDOW}_no_truncate BEFORE TRUNCATE ON {SEED_WINDOW} "
+    "FOR EACH STATEMENT EXECUTE FUNCTION memoryhub_refuse_truncate();",
+]
+
+_SQLITE_WINDOW_RULES = [
+    ("once", "BEFORE INSERT", f"NEW.closed_at IS NOT NULL OR NOT ({_EMPTY})",
+     _WINDOW_ONCE),
+    ("close_only", "BEFORE UPDATE",
+     "OLD.closed_at IS NOT NULL OR NEW.closed_at IS NULL OR NEW.id IS NOT OLD.id "
+     "OR NEW.opened_at IS NOT OLD.opened_at OR NEW.note IS NOT OLD.note",
+     f"UPDATE on {SEED_WINDOW} is refused: a seeding window is only ever closed"),
+    ("no_delete", "BEFORE DELETE", "", f"DELETE on {SEED_WINDOW} is refused: a seeding window is kept"),
+]
+_SQLITE_WINDOW = [
+    f"""CREATE TABLE IF NOT EXISTS {SEED_WINDOW} (
+        id integer PRIMARY KEY CHECK (id = 1),
+        opened_at text NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
+        closed_at text,
+        note text NOT NULL DEFAULT '')""",
+    *(_sqlite_trigger(f"{SEED_WINDOW}_{suffix}", when, SEED_WINDOW, condition, message)
+      for suffix, when, condition, message in _SQLITE_WINDOW_RULES),
+]
+
+
+def open_seed_window(connection: Any, note: str) -> bool:
+    """Open the one seeding window, inside the caller's transaction; False
+    when the database refuses (not empty, or a window was opened before)."""
+    try:
+        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {SEED_WINDOW} (id, note) VALUES (1, %s)", [note])
+    except DatabaseError:
+        return False
+    return True
+
+
+def close_seed_window(connection: Any) -> None:
+    now = "clock_timestamp()" if connection.vendor == "postgresql" else "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {SEED_WINDOW} SET closed_at = {now} WHERE id = 1 AND closed_at IS NULL")
+
+
+def seed_window(connection: Any) -> tuple[Any, Any, str] | None:
+    """(opened_at, closed_at, note) of the seeding window, if one was ever opened."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT opened_at, closed_at, note FROM {SEED_WINDOW} WHERE id = 1")
+        row = cursor.fetchone()
+    return (row[0], row[1], row[2]) if row else None
+
+
 # --- install / uninstall -------------------------------------------------------------
 
 
@@ -543,11 +641,12 @@ def _present(connection: Any, tables: tuple[str, ...]) -> list[str]:
 def install_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TABLES,
                 columns: dict[str, list[str]] | None = None, schema: str = "public") -> list[str]:
     if vendor == "postgresql":
-        return [*_PG_LEGACY, _PG_REFUSE_TRUNCATE, *(sql for table in tables for sql in _pg_install(table)),
-                _pg_redact_function(schema)]
+        return [*_PG_LEGACY, _PG_REFUSE_TRUNCATE, *_PG_WINDOW,
+                *(sql for table in tables for sql in _pg_install(table)), _pg_redact_function(schema)]
     if vendor == "sqlite":
         columns = columns or {}
-        return [_SQLITE_FLAG, *(sql for table in tables for sql in _sqlite_install(table, columns.get(table)))]
+        return [_SQLITE_FLAG, *_SQLITE_WINDOW,
+                *(sql for table in tables for sql in _sqlite_install(table, columns.get(table)))]
     return []
 
 
@@ -559,9 +658,11 @@ def uninstall_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TAB
                            f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table};"]
             if table == SERVED:
                 statements.append(f"DROP TRIGGER IF EXISTS {SERVED}_matches_history ON {SERVED};")
-        return statements
+        return [*statements, f"DROP TRIGGER IF EXISTS {SEED_WINDOW}_guard ON {SEED_WINDOW};",
+                f"DROP TRIGGER IF EXISTS {SEED_WINDOW}_no_truncate ON {SEED_WINDOW};"]
     if vendor == "sqlite":
-        return [sql for table in tables for sql in _sqlite_uninstall(table)]
+        return [*(f"DROP TRIGGER IF EXISTS {SEED_WINDOW}_{suffix};" for suffix, *_ in _SQLITE_WINDOW_RULES),
+                *(sql for table in tables for sql in _sqlite_uninstall(table))]
     return []
 
 
@@ -574,8 +675,28 @@ def install(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT current_schema()")
             schema = cursor.fetchone()[0]
-        for sql in install_sql(connection.vendor, tables_present, columns, schema):
+        statements = install_sql(connection.vendor, tables_present, columns, schema)
+        if connection.vendor == "sqlite" and getattr(connection, "memoryhub_migrating", False):
+            # The window's INSERT rule reads other tables, and SQLite refuses to
+            # rebuild a table (ALTER in a migration) that another table's trigger
+            # names: during migrate it is left out, and post_migrate adds it.
+            statements = [sql for sql in statements if SEED_WINDOW + "_" not in sql]
+        for sql in statements:
             cursor.execute(sql)
+
+
+def begin_migrating(connection: Any) -> None:
+    """Before migrate (pre_migrate): on SQLite, drop the window's triggers
+    until post_migrate installs everything again."""
+    connection.memoryhub_migrating = True
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            for suffix, *_ in _SQLITE_WINDOW_RULES:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {SEED_WINDOW}_{suffix};")
+
+
+def end_migrating(connection: Any) -> None:
+    connection.memoryhub_migrating = False
 
 
 def uninstall(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:

@@ -599,3 +599,60 @@ def _median(values: list[timedelta]) -> timedelta | None:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+# --- dashboard trends (issue 14, item 8) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trends:
+    # day → (average, largest) characters of the MEMORY.md versions written that day
+    memory_size: dict[date, tuple[float, int]]
+    duplicates_merged: int  # by consolidation, in the window
+    existing_files: int
+    stale_files: int
+    # (agent slug, day) → USD
+    spend: dict[tuple[str, date], float]
+
+    @property
+    def staleness_percent(self) -> float:
+        return round(100 * self.stale_files / self.existing_files, 1) if self.existing_files else 0.0
+
+
+def trends(workspace_ids: list[int], *, since: datetime, now: datetime | None = None) -> Trends:
+    """What the design asks operators to watch, in four queries whatever the
+    number of agents, files or runs: MEMORY.md size per day, duplicates
+    consolidation merged, the share of stale files, spend per agent per day."""
+    from django.apps import apps
+    from django.db.models import Avg, Max
+    from django.db.models.fields.json import KT
+    from django.db.models.functions import Cast
+
+    now = now or timezone.now()
+    agents = Agent.objects.filter(workspace_id__in=workspace_ids)
+    history = MemoryFile.history.model.objects  # type: ignore[attr-defined]
+    sizes = (history.filter(agent__in=agents, kind=FileKind.MEMORY, history_date__gte=since).exclude(content="")
+             .annotate(day=TruncDate("history_date"), chars=Length("content")).values("day")
+             .annotate(avg=Avg("chars"), top=Max("chars")).order_by())
+    ttls = set(agents.exclude(staleness_ttl_days=0).values_list("staleness_ttl_days", flat=True))
+    stale = Q(pk__in=[])
+    for ttl in ttls:
+        stale |= Q(agent__staleness_ttl_days=ttl, updated_at__lt=now - timedelta(days=ttl))
+    files = MemoryFile.objects.filter(agent__in=agents).exclude(content="").aggregate(
+        existing=Count("id"), stale=Count("id", filter=stale))
+    merged = 0
+    spend: dict[tuple[str, date], float] = {}
+    if apps.is_installed("consolidation"):
+        runs = apps.get_model("consolidation", "ConsolidationRun").objects.filter(
+            agent__workspace_id__in=workspace_ids, created_at__gte=since)
+        for row in (runs.annotate(day=TruncDate("created_at")).values("agent__slug", "day")
+                    .annotate(cost=Sum("cost_usd"),
+                              merged=Sum(Cast(KT("counts__consolidate__by_kind__merge"), IntegerField())))
+                    .order_by()):
+            spend[(row["agent__slug"], row["day"])] = float(row["cost"] or 0)
+            merged += row["merged"] or 0
+    return Trends(
+        memory_size={row["day"]: (float(row["avg"] or 0), int(row["top"] or 0)) for row in sizes},
+        duplicates_merged=int(merged),
+        existing_files=files["existing"],
+        stale_files=files["stale"],
+        spend=spend,
+    )

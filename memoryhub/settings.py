@@ -80,9 +80,12 @@ INSTALLED_APPS = [
     "memoryhub",
     "consolidation",
     "reviews",
+    "notifications",
 ]
 
 MIDDLEWARE = [
+    # Outermost: times every answer, refusals included (/metrics).
+    "memoryhub.metrics.MetricsMiddleware",
     # First: over-long URLs and headers are refused before any other work.
     "memoryhub.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -301,6 +304,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "memoryhub.tasks.retention_task",
         "schedule": env_float("MEMORYHUB_RETENTION_INTERVAL_SECONDS", 24 * 3600),
     },
+    "notifications-sweep": {
+        "task": "notifications.tasks.notifications_sweep_task",
+        "schedule": env_float("MEMORYHUB_NOTIFY_INTERVAL_SECONDS", 60),
+    },
     "purge-expired-keys": {
         "task": "memoryhub.tasks.purge_expired_task",
         "schedule": env_float("MEMORYHUB_PURGE_INTERVAL_SECONDS", 3600),
@@ -398,6 +405,30 @@ MEMORYHUB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMORYHUB_IDEMPOTENCY_TTL_SECONDS",
 
 # Under CI every test that needs PostgreSQL or Redis must run, never skip.
 MEMORYHUB_REQUIRE_SERVICES = env_bool("MEMORYHUB_REQUIRE_SERVICES")
+
+# --- notifications (docs/operations.md, "Notifications") ---------------------------
+# E-mail: the console backend prints mails (make run); production sets the
+# SMTP backend and EMAIL_HOST etc. Tests use Django's locmem outbox.
+EMAIL_BACKEND = env("MEMORYHUB_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "memoryhub@localhost")
+# The console's address, for links in e-mails (empty: paths only).
+MEMORYHUB_CONSOLE_URL = env("MEMORYHUB_CONSOLE_URL")
+# Webhook deliveries: attempts in all, backoff base and cap (seconds), one
+# request's timeout. Private, loopback and link-local targets are refused
+# unless DEBUG or this is set (a closed intranet; the tests).
+MEMORYHUB_WEBHOOK_MAX_ATTEMPTS = env_int("MEMORYHUB_WEBHOOK_MAX_ATTEMPTS", 6)
+MEMORYHUB_WEBHOOK_BACKOFF_SECONDS = env_float("MEMORYHUB_WEBHOOK_BACKOFF_SECONDS", 30)
+MEMORYHUB_WEBHOOK_BACKOFF_MAX_SECONDS = env_float("MEMORYHUB_WEBHOOK_BACKOFF_MAX_SECONDS", 3600)
+MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS = env_float("MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS", 10)
+MEMORYHUB_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMORYHUB_WEBHOOK_ALLOW_PRIVATE")
+# /metrics: a bearer token for the scraper (empty: only admin staff tokens).
+MEMORYHUB_METRICS_TOKEN = env("MEMORYHUB_METRICS_TOKEN")
 
 # --- strong sign-in: two-factor (django-otp) and OpenID Connect -------------------
 # docs/compliance.md, "Strong sign-in". Off by default so `make run` and the

@@ -9,7 +9,7 @@ from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from memoryhub import faults, health
+from memoryhub import faults, health, metrics
 
 
 def _api_error(request: HttpRequest, status: int, code: str, detail: str) -> JsonResponse | None:
@@ -59,11 +59,14 @@ handler500 = server_error
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("api/v1/", include("memoryhub.api_urls")),
     path("api/v1/", include("reviews.api_urls")),
     path("api/v1/", include("consolidation.api_urls")),
+    path("api/v1/", include("notifications.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("django-admin/", admin.site.urls),
+    path("", include("notifications.urls")),
     path("", include("reviews.urls")),
 ]

@@ -527,6 +527,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             unit="USD",
         )
 
+    trends = _trend_charts(workspace_ids, days, since=now - timedelta(days=DASHBOARD_DAYS), now=now)
     agents_qs = services.visible_agents(request.user)
     near = list(selectors.near_cap_files(agents_qs)[:50])
     for row in near:
@@ -553,5 +554,40 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "near_cap_percent": selectors.NEAR_CAP_PERCENT,
             "agent_scoped": AGENT_SCOPED,
             "attention": list(consolidation.pairs_needing_attention(workspace_ids=workspace_ids)[:50]),
+            "trends": trends,
         },
     )
+
+
+# Agents drawn as their own line in "spend per agent per day"; the rest are summed.
+SPEND_AGENTS = 6
+
+
+def _trend_charts(workspace_ids: list[int], days: list[date], *, since: Any, now: Any) -> dict[str, Any]:
+    figures = selectors.trends(workspace_ids, since=since, now=now)
+    labels = _day_labels(days)
+    # A day without a new version keeps the size the files had.
+    average: list[float] = []
+    largest: list[float] = []
+    for d in days:
+        avg, top = figures.memory_size.get(d, (average[-1] if average else 0, largest[-1] if largest else 0))
+        average.append(round(avg))
+        largest.append(top)
+    size_chart = charts.line_chart(
+        title="MEMORY.md size, versions written per day",
+        labels=labels,
+        series=[charts.Series("Average", average), charts.Series("Largest", largest)],
+        unit="chars",
+    ) if figures.memory_size else None
+    totals: dict[str, float] = {}
+    for (slug, _day), usd in figures.spend.items():
+        totals[slug] = totals.get(slug, 0.0) + usd
+    shown = sorted(totals, key=lambda slug: (-totals[slug], slug))[:SPEND_AGENTS]
+    series = [charts.Series(slug, [figures.spend.get((slug, d), 0.0) for d in days]) for slug in shown]
+    others = [slug for slug in totals if slug not in shown]
+    if others:
+        series.append(charts.Series(f"{len(others)} other agents",
+                                    [sum(figures.spend.get((slug, d), 0.0) for slug in others) for d in days]))
+    spend_chart = charts.line_chart(title="Consolidation spend per agent per day", labels=labels, series=series,
+                                    unit="USD") if series else None
+    return {"figures": figures, "size_chart": size_chart, "spend_chart": spend_chart}

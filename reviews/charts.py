@@ -44,6 +44,9 @@ def nice_max(value: float) -> float:
 def _fmt(value: float) -> str:
     if value == int(value):
         return f"{int(value):,}"
+    if abs(value) < 0.01:
+        # Spend per day can be fractions of a cent: keep what tells them apart.
+        return f"{value:.2g}"
     if abs(value) >= 10:
         return f"{value:,.1f}"
     return f"{value:,.2f}".rstrip("0").rstrip(".")

@@ -41,17 +41,30 @@ def _flush_around_append_only_triggers() -> Iterator[None]:
             try:
                 return original(self, sql_list)
             finally:
+                _forget_seed_window(conn)
                 with conn.cursor() as cursor:
                     cursor.execute("SET session_replication_role = origin")
         immutability.uninstall(conn)
         try:
             return original(self, sql_list)
         finally:
+            _forget_seed_window(conn)
             immutability.install(conn)
 
     ops_class.execute_sql_flush = execute_sql_flush
     yield
     ops_class.execute_sql_flush = original
+
+
+def _forget_seed_window(conn: Any) -> None:
+    """Django's flush empties only its models' tables: the seeding window
+    (memoryhub.immutability, not a model) is emptied with them, while its
+    guard is lifted, so each test starts from an empty database."""
+    from memoryhub import immutability
+
+    with conn.cursor() as cursor:
+        if immutability.SEED_WINDOW in conn.introspection.table_names(cursor):
+            cursor.execute(f"DELETE FROM {immutability.SEED_WINDOW}")
 
 
 @pytest.fixture(autouse=True)

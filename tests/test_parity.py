@@ -36,6 +36,8 @@ from memoryhub.models import (
     ToolSetting,
     WritePolicy,
 )
+from notifications import services as notify
+from notifications.models import Webhook
 from reviews import once
 from tests.api_helpers import agent_client, staff_client
 from tests.factories import AgentFactory, WorkspaceFactory, staff
@@ -149,6 +151,7 @@ def state(world: World) -> tuple[Any, ...]:
         list(Change.objects.order_by("pk").values_list("pk", "status")),
         (agent.write_policy, agent.strategy, agent.limit_memory),
         list(ToolSetting.objects.values_list("name", flat=True)),
+        list(Webhook.objects.order_by("pk").values_list("pk", "url", "deleted_at")),
     )
 
 
@@ -302,6 +305,35 @@ def tools(description: str) -> dict[str, EntryPoint]:
     }
 
 
+HOOK_SECRET = "parity-webhook-secret-0123"
+
+
+def webhook(world: World) -> Webhook:
+    hook, _ = notify.create_webhook(actor=world.users["admin"], workspace=world.agent.workspace,
+                                    url="https://hooks.example.com/parity", events=["proposal.created"],
+                                    secret=HOOK_SECRET)
+    return hook
+
+
+def webhook_add(url: str) -> dict[str, EntryPoint]:
+    form = {"action": "add", "url": url, "events": ["proposal.created"], "secret": HOOK_SECRET}
+    body = {"url": url, "events": ["proposal.created"], "secret": HOOK_SECRET}
+    return {
+        "console": lambda w, who: console(w.users[who], "/webhooks/", form),
+        "htmx": lambda w, who: console_htmx(w.users[who], "/webhooks/", form),
+        "staff_rest": lambda w, who: rest(w.users[who], "post", "/api/v1/webhooks", body),
+    }
+
+
+def webhook_delete() -> dict[str, EntryPoint]:
+    return {
+        "console": lambda w, who: console(w.users[who], "/webhooks/", {"action": "delete", "webhook": w.target.pk}),
+        "htmx": lambda w, who: console_htmx(w.users[who], "/webhooks/", {"action": "delete",
+                                                                       "webhook": w.target.pk}),
+        "staff_rest": lambda w, who: rest(w.users[who], "delete", f"/api/v1/webhooks/{w.target.pk}"),
+    }
+
+
 @dataclass(frozen=True)
 class Case:
     operation: str
@@ -421,6 +453,14 @@ CASES = [
     # tools
     Case("tools", "allowed", "admin", noop, tools("Finds an order."), None),
     Case("tools", "scanner", "admin", noop, tools(UNSAFE), ("unsafe_content", 422)),
+    # webhooks (admin only; only public addresses)
+    Case("webhook_add", "allowed", "admin", noop, webhook_add("https://hooks.example.com/mh"), None),
+    Case("webhook_add", "role", "reviewer", noop, webhook_add("https://hooks.example.com/mh"),
+         ("permission_denied", 403)),
+    Case("webhook_add", "private_address", "admin", noop, webhook_add("http://10.1.2.3/hook"), ("invalid", 400)),
+    Case("webhook_delete", "allowed", "admin", webhook, webhook_delete(), None),
+    Case("webhook_delete", "role", "reviewer", webhook, webhook_delete(), ("permission_denied", 403)),
+    Case("webhook_delete", "workspace", "outsider", webhook, webhook_delete(), ("not_found", 404)),
 ]
 
 

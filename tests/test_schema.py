@@ -38,13 +38,16 @@ from consolidation import services as consolidation
 from memoryhub import services
 from memoryhub.models import LogRole, Role, Source, WritePolicy
 from memoryhub.wsgi import application
+from notifications import services as notify
 from tests.factories import AgentFactory, ToolFactory, staff
 
 STAFF_PREFIXES = ("/api/v1/proposals", "/api/v1/agents", "/api/v1/consolidation-runs", "/api/v1/changes",
-                  "/api/v1/subjects")
+                  "/api/v1/subjects", "/api/v1/webhooks")
 # Operations only an admin may perform answer 2xx with the admin's token.
 ADMIN_OPERATIONS = {("PATCH", "/api/v1/agents/{slug}"), ("GET", "/api/v1/subjects/{user_ref}/export"),
-                    ("POST", "/api/v1/subjects/{user_ref}/erasure")}
+                    ("POST", "/api/v1/subjects/{user_ref}/erasure"),
+                    ("GET", "/api/v1/webhooks"), ("POST", "/api/v1/webhooks"),
+                    ("DELETE", "/api/v1/webhooks/{webhook_id}")}
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -147,6 +150,12 @@ def seed_data() -> Seeded:
         services.withhold_file(agent=agent, kind="MEMORY.md", user_ref=held, actor=reviewer, reason="seeded")
     own_change = services.request_release(agent=agent, kind="MEMORY.md", user_ref="held-own", actor=reviewer,
                                           reason="seeded").pk
+    hooks = [notify.create_webhook(actor=admin, workspace=agent.workspace, url=f"https://hooks.example.com/{i}",
+                                   events=["proposal.created"], secret="schema-webhook-secret")[0].pk
+             for i in range(8)]
+    foreign_hook = notify.create_webhook(actor=staff(elsewhere.workspace, Role.ADMIN), workspace=elsewhere.workspace,
+                                         url="https://hooks.example.com/x", events=["run.failed"],
+                                         secret="schema-webhook-secret")[0].pk
     _, agent_key = services.issue_agent_key(agent=agent, actor=services.SYSTEM)
     _, staff_token = services.issue_staff_token(user=reviewer)
     _, admin_token = services.issue_staff_token(user=admin)
@@ -177,6 +186,7 @@ def seed_data() -> Seeded:
             "user/{entry_id}": [USERS[0]],
             # Seeded end users, and one the workspace holds nothing about.
             "user_ref": [*USERS, "nobody"],
+            "webhook_id": [*hooks, foreign_hook],
         },
     )
 
@@ -214,7 +224,12 @@ def flatmap_query(context: Any, query: dict[str, Any] | None) -> st.SearchStrate
     if not isinstance(query, dict) or "user" not in {p.name for p in context.operation.query}:
         return st.just(query)
     users = _pool(context, "user") or [*USERS, None]
-    return _half_the_time(query, st.sampled_from(users).map(lambda user: _with_user(query, user)))
+    steered = st.sampled_from(users).map(lambda user: _with_user(query, user))
+    if context.operation.path.endswith("{entry_id}"):
+        # A log entry is found only with the user it belongs to; a random
+        # user is already covered by the path's foreign and missing ids.
+        return steered
+    return _half_the_time(query, steered)
 
 
 _PLAIN_TEXT = st.text(st.characters(min_codepoint=32, exclude_categories=["Cs"]), min_size=1, max_size=80)
@@ -230,6 +245,8 @@ _STEERED_BODIES: dict[str, Callable[[], st.SearchStrategy[Any]]] = {
     # A rejection says why: a comment or one of the workspace's reason codes.
     "reject": lambda: st.one_of(st.fixed_dictionaries({"comment": _PLAIN_TEXT.filter(str.strip)}),
                                 st.fixed_dictionaries({"reason_code": st.sampled_from(["duplicate", "outdated"])})),
+    # Withdrawing takes an optional comment; an empty body is the common call.
+    "withdraw": lambda: st.just({}),
     # Every seeded file has versions 1 to 3.
     "rollback": lambda: st.fixed_dictionaries({"version": st.sampled_from([1, 2]), "reason": _PLAIN_TEXT}),
 }
@@ -260,6 +277,14 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
                 "patch": {"old_text": "Rides model", "new_text": "Rides a gravel bike."},
                 "delete": {"old_text": "Rides model"}}[operation.method.lower()]
         examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]}, body=body,
+                                       media_type="application/json"))
+    # A 2xx that needs a seeded slug and a valid body at once: an example,
+    # so it never depends on the fuzzer's luck.
+    if operation.path.endswith("/consolidate"):
+        examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG}, body={"user": USERS[1]},
+                                       media_type="application/json"))
+    if operation.path == "/api/v1/webhooks" and operation.method.upper() == "POST":
+        examples.append(operation.Case(body={"url": "https://hooks.example.com/schema", "events": ["run.failed"]},
                                        media_type="application/json"))
     if operation.path.endswith("/versions"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},

@@ -1,12 +1,31 @@
 """The audit log: one append-only event per action, written in the same
-transaction as the action it records."""
+transaction as the action it records.
+
+Every action passes through here, so this is the one place other apps hear
+of them: a listener (`subscribe`) is called with each event inside the same
+transaction. memoryhub imports no other app; notifications subscribes in its
+AppConfig.ready and turns some actions into webhook deliveries and e-mails,
+written in this transaction and sent only after it commits.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memoryhub.models import Agent, AuditEvent, Workspace
 from memoryhub.services.access import user_or_none
+
+Listener = Callable[[AuditEvent, Any], None]
+_listeners: list[Listener] = []
+
+
+def subscribe(listener: Listener) -> None:
+    """Call `listener(event, target)` after every audit event is written,
+    in its transaction. A listener that raises rolls the action back: it
+    must only write rows that belong with the action (an outbox)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 def record_event(
@@ -24,7 +43,7 @@ def record_event(
     if workspace is None and agent is not None:
         workspace = agent.workspace
     user = user_or_none(actor_user)
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         action=action,
         workspace=workspace,
         actor_user=user,
@@ -37,3 +56,6 @@ def record_event(
         summary=summary[:500],
         details=details or {},
     )
+    for listener in _listeners:
+        listener(event, target)
+    return event

@@ -7,7 +7,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from memoryhub import errors, scanner
+from memoryhub import errors, metrics, scanner
 from memoryhub.models import AGENT_SCOPED, SOFT_LIMITED, Agent, FileKind
 
 # A soft-limited file may grow past its cap (the agent is told to compress),
@@ -129,6 +129,7 @@ def check_pii(*, agent: Agent, content: str) -> list[dict[str, str]]:
         return []
     if policy == "refuse":
         first = findings[0]
+        metrics.count_refusal(first.rule)
         raise errors.UnsafeContent(
             f"Refused: this workspace does not keep personal data in memory ({first.rule}): {first.detail}",
             rule=first.rule,
@@ -139,6 +140,7 @@ def check_pii(*, agent: Agent, content: str) -> list[dict[str, str]]:
 def check_safe(content: str) -> None:
     finding = scanner.scan(content)
     if finding is not None:
+        metrics.count_refusal(finding.rule)
         raise errors.UnsafeContent(
             f"Refused by the memory scanner ({finding.rule}): {finding.detail}", rule=finding.rule
         )

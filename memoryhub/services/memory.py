@@ -191,7 +191,23 @@ def apply_version(
     stale = Proposal.objects.pending().for_file(agent, kind, user_ref).exclude(base_version=file.version)
     if proposal is not None:
         stale = stale.exclude(pk=proposal.pk)
-    stale.update(status=ProposalStatus.STALE)
+    # One audit event per proposal that turned stale (what a reviewer and a
+    # `proposal.stale` webhook need to know); the file lock keeps the list
+    # and the update in step.
+    stale_ids = list(stale.values_list("pk", flat=True))
+    if stale_ids:
+        Proposal.objects.filter(pk__in=stale_ids).update(status=ProposalStatus.STALE)
+        for stale_id in stale_ids:
+            record_event(
+                action="proposal.stale",
+                agent=agent,
+                actor_user=actor_user,
+                actor_agent=actor_agent,
+                user_ref=user_ref,
+                target=Proposal(pk=stale_id),
+                summary=f"Proposal #{stale_id} is stale: {kind} moved on to v{file.version}",
+                details={"current_version": file.version},
+            )
     return file
 
 

@@ -143,3 +143,8 @@ def test_the_unit_sits_above_the_plot_clear_of_the_top_tick():
     (unit_left, unit_right, unit_y), = label_boxes(root, "chart-unit")
     top_tick = min(label_boxes(root, "chart-tick"), key=lambda box: box[2])
     assert unit_y + 11 <= top_tick[2] or unit_right < top_tick[0]
+def test_fractions_of_a_cent_stay_apart_on_the_axis() -> None:
+    from reviews.charts import _fmt
+
+    assert [_fmt(v) for v in (0.0025, 0.005, 0.0075)] == ["0.0025", "0.005", "0.0075"]
+    assert _fmt(0.25) == "0.25" and _fmt(12.5) == "12.5"

@@ -1,0 +1,80 @@
+"""Console pages: an admin's webhooks with their delivery log (add, delete,
+send a test), and each person's own e-mail settings. Plain forms that POST
+and redirect; the rules live in notifications.services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from memoryhub import errors, services
+from memoryhub.models import Workspace
+from memoryhub.services.access import ADMIN_ROLES
+from notifications import services as notify
+from notifications.models import EVENTS
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def webhooks(request: HttpRequest) -> HttpResponse:
+    admin_ids = services.workspace_ids_for(request.user, ADMIN_ROLES)
+    if not admin_ids:
+        raise PermissionDenied("Only a workspace admin may manage webhooks.")
+    form = {"url": "", "events": list(EVENTS), "workspace": ""}
+    error = ""
+    status = 200
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            if action == "add":
+                form = {"url": request.POST.get("url", ""), "events": request.POST.getlist("events"),
+                        "workspace": request.POST.get("workspace", "")}
+                workspace = notify.admin_workspace(actor=request.user, slug=form["workspace"] or None)
+                hook, generated = notify.create_webhook(actor=request.user, workspace=workspace, url=form["url"],
+                                                        events=form["events"],
+                                                        secret=request.POST.get("secret", "") or None)
+                messages.success(request, f"Webhook #{hook.pk} added."
+                                 + (f" Its signing secret, shown this once: {generated}" if generated else ""))
+            elif action == "delete":
+                hook = notify.delete_webhook(actor=request.user, webhook_id=request.POST.get("webhook"))
+                messages.success(request, f"Webhook #{hook.pk} deleted; its delivery log is kept.")
+            elif action == "test":
+                delivery = notify.send_test(actor=request.user, webhook_id=request.POST.get("webhook"))
+                messages.success(request, f"Test delivery #{delivery.pk} (ping) queued.")
+            else:
+                raise errors.Invalid("Unknown action.")
+        except errors.PermissionDenied as exc:
+            raise PermissionDenied(exc.detail) from exc
+        except errors.DomainError as exc:
+            error, status = exc.detail, exc.status
+        else:
+            return HttpResponseRedirect(reverse("webhooks"))
+    return TemplateResponse(request, "notifications/webhooks.html", {
+        "webhooks": list(notify.visible_webhooks(request.user)),
+        "deliveries": notify.recent_deliveries(request.user),
+        "workspaces": list(Workspace.objects.filter(pk__in=admin_ids)),
+        "events": EVENTS,
+        "form": form,
+        "error": error,
+    }, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notification_settings(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        notify.update_preferences(user=request.user, high_risk="high_risk" in request.POST,
+                                  overdue="overdue" in request.POST, run_failed="run_failed" in request.POST)
+        messages.success(request, "Your notification settings are saved.")
+        return HttpResponseRedirect(reverse("notification-settings"))
+    reviews_somewhere = bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES))
+    return TemplateResponse(request, "notifications/settings.html", {
+        "pref": notify.preferences_for(request.user),
+        "reviews_somewhere": reviews_somewhere,
+        "email": getattr(request.user, "email", ""),
+    })
