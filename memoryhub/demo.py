@@ -59,6 +59,8 @@ class DemoStaff:
 
 STAFF: tuple[DemoStaff, ...] = (
     DemoStaff("admin", "demo-admin-pass", Role.ADMIN, "admin@demo-bank.example", superuser=True),
+    # A second admin: erasure and weakening policies take two (four-eyes).
+    DemoStaff("admin2", "demo-admin2-pass", Role.ADMIN, "admin2@demo-bank.example"),
     DemoStaff("reviewer", "demo-reviewer-pass", Role.REVIEWER, "reviewer@demo-bank.example"),
     DemoStaff("reviewer2", "demo-reviewer2-pass", Role.REVIEWER, "reviewer2@demo-bank.example"),
     DemoStaff("auditor", "demo-auditor-pass", Role.AUDITOR, "auditor@demo-bank.example"),

@@ -221,7 +221,7 @@ def test_it_seeds_the_demo_workspace():
     workspace = Workspace.objects.get(slug="demo")
     assert workspace.name == "Demo Bank"
     roles = dict(Membership.objects.filter(workspace=workspace).values_list("user__username", "role"))
-    assert roles == {"admin": "admin", "reviewer": "reviewer", "reviewer2": "reviewer", "auditor": "auditor"}
+    assert roles == {"admin": "admin", "admin2": "admin", "reviewer": "reviewer", "reviewer2": "reviewer", "auditor": "auditor"}
     admin = User.objects.get(username="admin")
     assert admin.is_staff and admin.is_superuser and admin.check_password("demo-admin-pass")
     assert User.objects.get(username="auditor").check_password("demo-auditor-pass")
@@ -275,5 +275,5 @@ def test_it_completes_a_partly_seeded_database_and_keeps_what_exists():
     admin = User.objects.get(username="admin")
     assert admin.check_password("my-own-admin-pass-7")
     assert admin.is_superuser
-    assert Membership.objects.filter(workspace__slug="demo").count() == 4
+    assert Membership.objects.filter(workspace__slug="demo").count() == len(demo.STAFF)
     assert Agent.objects.filter(workspace__slug="demo").count() == 3
