@@ -221,7 +221,8 @@ def test_it_seeds_the_demo_workspace():
     workspace = Workspace.objects.get(slug="demo")
     assert workspace.name == "Demo Bank"
     roles = dict(Membership.objects.filter(workspace=workspace).values_list("user__username", "role"))
-    assert roles == {"admin": "admin", "admin2": "admin", "reviewer": "reviewer", "reviewer2": "reviewer", "auditor": "auditor"}
+    assert roles == {"admin": "admin", "admin2": "admin", "reviewer": "reviewer", "reviewer2": "reviewer",
+                     "auditor": "auditor"}
     admin = User.objects.get(username="admin")
     assert admin.is_staff and admin.is_superuser and admin.check_password("demo-admin-pass")
     assert User.objects.get(username="auditor").check_password("demo-auditor-pass")
