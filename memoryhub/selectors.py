@@ -238,6 +238,21 @@ def pending_changes_for(user: Any, agent: Agent) -> list[Change]:
     return list(services.visible_changes(user).pending().filter(agent=agent).order_by("created_at", "id"))
 
 
+def pending_workspace_settings_changes(user: Any, workspace: Workspace) -> list[Change]:
+    return list(services.visible_changes(user).pending()
+                .filter(workspace=workspace, kind=ChangeKind.WORKSPACE_SETTINGS).order_by("created_at", "id"))
+
+
+def user_workspaces(user: Any) -> list[Workspace]:
+    """Every workspace where the user has a role, by slug."""
+    return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user)).order_by("slug"))
+
+
+def workspace_for_user(user: Any, slug: str) -> Workspace | None:
+    """A workspace where the user has any role, by slug; None for any other."""
+    return Workspace.objects.filter(slug=slug, pk__in=services.workspace_ids_for(user)).first()
+
+
 # --- files ------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("agents/", admin_views.agents, name="agents"),
     path("agents/<slug:slug>/", admin_views.agent_detail, name="agent"),
     path("agents/<slug:slug>/preview/", admin_views.context_preview, name="context-preview"),
+    path("workspaces/<slug:slug>/settings/", admin_views.workspace_settings, name="workspace-settings"),
     path("audit/", admin_views.audit, name="audit"),
     path("dashboard/", admin_views.dashboard, name="dashboard"),
     path("compliance/", compliance_views.index, name="compliance"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -133,6 +134,11 @@ class Setting:
     clean: Callable[[Any, str], Any]
     # Whether going from old to new puts a weaker policy into service.
     weakens: Callable[[Any, Any], bool] = _never
+
+    @property
+    def governed(self) -> bool:
+        """Whether some change of it takes a second admin."""
+        return self.weakens is not _never
 
 
 AGENT_SETTINGS: dict[str, Setting] = {
@@ -322,6 +328,8 @@ def create_agent(
 class SettingsUpdate:
     applied: list[str]
     change: Change | None = None
+    # The fields that made it a pending change (they weaken a policy).
+    weakens: list[str] = dataclass_field(default_factory=list)
 
 
 def _field_changes(before: dict[str, Any], wanted: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -349,7 +357,7 @@ def update_agent(*, agent: Agent, settings: Any, actor: Any, reason: Any = "") -
                 payload={"fields": _field_changes(before, wanted)}, reason=reason,
                 summary=f"Change {', '.join(wanted)} of agent {locked.slug} (weakens: {', '.join(weaker)})",
             )
-            return SettingsUpdate(applied=[], change=change)
+            return SettingsUpdate(applied=[], change=change, weakens=weaker)
         apply_agent_settings(agent=locked, wanted=wanted, actor=actor, before=before)
     for field, value in wanted.items():
         setattr(agent, field, value)
@@ -396,7 +404,7 @@ def update_workspace(*, workspace: Workspace, settings: Any, actor: Any, reason:
                 payload={"fields": _field_changes(before, wanted)}, reason=reason,
                 summary=f"Change {', '.join(wanted)} of workspace {locked.slug} (weakens: {', '.join(weaker)})",
             )
-            return SettingsUpdate(applied=[], change=change)
+            return SettingsUpdate(applied=[], change=change, weakens=weaker)
         apply_workspace_settings(workspace=locked, wanted=wanted, actor=actor, before=before)
     for field, value in wanted.items():
         setattr(workspace, field, value)

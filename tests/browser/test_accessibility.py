@@ -101,6 +101,9 @@ def console_pages(demo: dict[str, Any]) -> list[tuple[str, str]]:
         ("changes", "/changes/"),
         ("compliance", "/compliance/"),
         ("direct-writes", "/direct-writes/"),
+        ("workspace-settings", f"/workspaces/{demo['agent'].workspace.slug}/settings/"),
+        ("webhooks", "/webhooks/"),
+        ("notification-settings", "/settings/notifications/"),
     ]
 
 
