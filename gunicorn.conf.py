@@ -30,3 +30,14 @@ max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "10000"))
 max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "1000"))
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+def child_exit(server, worker):  # noqa: ARG001 - gunicorn's hook signature
+    """With several workers, /metrics sums every worker's samples from files in
+    PROMETHEUS_MULTIPROC_DIR (docker-compose sets it on a tmpfs, empty at each
+    start). A worker that exits leaves its files; marking it dead drops its
+    live gauges while its counters and histograms still count."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[int]:
+@contextmanager
+def gunicorn(**settings: str) -> Iterator[int]:
+    """gunicorn with gunicorn.conf.py on a free port, with these variables."""
     port = free_port()
     env = {**os.environ, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1",
-           "GUNICORN_THREADS": str(THREADS), "GUNICORN_IO_TIMEOUT": "2", "GUNICORN_ACCESS_LOG": "/dev/null"}
+           "GUNICORN_THREADS": str(THREADS), "GUNICORN_IO_TIMEOUT": "2", "GUNICORN_ACCESS_LOG": "/dev/null",
+           **settings}
     process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
                                 "memoryhub.wsgi:application"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -48,6 +51,12 @@ def server() -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[int]:
+    with gunicorn() as port:
+        yield port
 
 
 def get(port: int, path: str, timeout: float = 30) -> tuple[int, bytes, str]:
@@ -108,3 +117,19 @@ def test_a_request_line_over_gunicorns_limit_gets_json_too(server):
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 414") and b"Content-Type: application/json" in head
     assert json.loads(body)["error"]["code"] == "uri_too_long"
+
+
+def test_with_several_workers_metrics_count_every_workers_requests(tmp_path):
+    """docker-compose runs several workers and sets PROMETHEUS_MULTIPROC_DIR:
+    each worker writes its samples there and a scrape (any worker) sums them.
+    Without it, a scrape would show only the requests its own worker served."""
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    requests = 40
+    with gunicorn(WEB_CONCURRENCY="2", PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) as port:
+        for _ in range(requests):
+            assert get(port, "/healthz")[0] == 200
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(tmp_path))  # type: ignore[no-untyped-call]
+    labels = {"route": "healthz", "method": "GET", "status": "2xx"}
+    assert registry.get_sample_value("memoryhub_http_request_duration_seconds_count", labels) == requests
