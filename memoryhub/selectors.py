@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Sum, When
 from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
@@ -397,17 +396,6 @@ class Dashboard:
         return sum((self.runs_by_status or {}).values())
 
 
-def _runs_model() -> Any:
-    """ConsolidationRun, or None while the consolidation app has no table yet."""
-    try:
-        from consolidation.models import ConsolidationRun
-    except ImportError:
-        return None
-    if ConsolidationRun._meta.db_table not in connection.introspection.table_names():
-        return None
-    return ConsolidationRun
-
-
 def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
     """The queue, decisions per day and consolidation runs since `since`."""
     proposals = Proposal.objects.in_workspaces(workspace_ids)
@@ -416,18 +404,18 @@ def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
         proposals.filter(decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED])
         .annotate(day=TruncDate("decided_at")).values("day", "status").annotate(n=Count("id")).order_by()
     )
-    runs_model = _runs_model()
-    by_status: dict[str, int] | None = None
+    # Imported here: consolidation's models import memoryhub's.
+    from consolidation.models import ConsolidationRun
+
     spend: dict[date, dict[str, Any]] = {}
-    if runs_model is not None:
-        runs = runs_model.objects.filter(agent__workspace_id__in=workspace_ids)
-        by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
-        if by_status:
-            spend = {
-                row["day"]: row
-                for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
-                .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
-            }
+    runs = ConsolidationRun.objects.filter(agent__workspace_id__in=workspace_ids)
+    by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
+    if by_status:
+        spend = {
+            row["day"]: row
+            for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
+            .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
+        }
     sla = sla_counts(workspace_ids, now=timezone.now())
     waits = [decided_at - created_at for created_at, decided_at in proposals.filter(  # type: ignore[operator]
         decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED]

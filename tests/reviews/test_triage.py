@@ -228,9 +228,11 @@ def test_the_timeline_shows_a_rebase_onto_the_version_that_made_it_stale(agent, 
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- a\n- c\n")
     rebased = services.rebase_proposal(proposal_id=stale.pk, reviewer=reviewer2)
     steps = [(s.step, s.who, s.proposal_id) for s in selectors.proposal_timeline(rebased)]
-    assert steps == [("created", "consolidation run", stale.pk), ("rebased", "rob", stale.pk),
-                     ("created", "consolidation run", rebased.pk)]
-    rebase = selectors.proposal_timeline(rebased)[1]
+    # The agent's write is what made it stale, and the timeline says so.
+    assert steps == [("created", "consolidation run", stale.pk), ("stale", "agent support-bot", stale.pk),
+                     ("rebased", "rob", stale.pk), ("created", "consolidation run", rebased.pk)]
+    went_stale, rebase = selectors.proposal_timeline(rebased)[1:3]
+    assert went_stale.detail == "the file moved to v2"
     assert rebase.detail == f"onto v2; superseded by proposal #{rebased.pk}" and "merged cleanly" in rebase.comment
 
 
