@@ -34,6 +34,7 @@ from memoryhub.models import (
     Role,
     Source,
     ToolSetting,
+    Workspace,
     WritePolicy,
 )
 from notifications import services as notify
@@ -152,6 +153,7 @@ def state(world: World) -> tuple[Any, ...]:
         (agent.write_policy, agent.strategy, agent.limit_memory),
         list(ToolSetting.objects.values_list("name", flat=True)),
         list(Webhook.objects.order_by("pk").values_list("pk", "url", "deleted_at")),
+        list(Workspace.objects.order_by("pk").values_list("sla_hours", "log_retention_days", "pii_policy")),
     )
 
 
@@ -271,6 +273,26 @@ def agent_settings(values: dict[str, Any]) -> dict[str, EntryPoint]:
         "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", form(w)),
         "staff_rest": lambda w, who: rest(w.users[who], "patch", f"/api/v1/agents/{w.agent.slug}", api_values),
     }
+
+
+def workspace_settings(values: dict[str, Any]) -> dict[str, EntryPoint]:
+    """The workspace settings page and the retention form on the Compliance
+    page: both call services.update_workspace."""
+    def form(w: World, who: str) -> dict[str, Any]:
+        workspace = Workspace.objects.get(pk=w.agent.workspace_id)
+        current = {f: "" if getattr(workspace, f) is None else str(getattr(workspace, f))
+                   for f in services.WORKSPACE_SETTINGS}
+        return {**current, **values, "reason": "parity", once.FIELD: once.token_for(w.users[who])}
+
+    slug = lambda w: Workspace.objects.get(pk=w.agent.workspace_id).slug  # noqa: E731
+    days = values.get("log_retention_days")
+    points: dict[str, EntryPoint] = {
+        "console": lambda w, who: console(w.users[who], f"/workspaces/{slug(w)}/settings/", form(w, who)),
+    }
+    if days is not None:
+        points["retention_form"] = lambda w, who: console(
+            w.users[who], "/compliance/retention/", {"workspace": slug(w), "days": days, "reason": "parity"})
+    return points
 
 
 def agent_write(content_of: Callable[[World], str]) -> dict[str, EntryPoint]:
@@ -441,6 +463,12 @@ CASES = [
     Case("settings", "allowed", "admin", noop, agent_settings({"strategy": "full"}), None),
     Case("settings", "role", "reviewer", noop, agent_settings({"strategy": "full"}), ("permission_denied", 403)),
     Case("settings", "workspace", "outsider", noop, agent_settings({"strategy": "full"}), ("not_found", 404)),
+    # workspace settings (a tightening applies at once; a loosening is a pending change)
+    Case("workspace_settings", "allowed", "admin", noop, workspace_settings({"log_retention_days": "30"}), None),
+    Case("workspace_settings", "role", "reviewer", noop, workspace_settings({"log_retention_days": "30"}),
+         ("permission_denied", 403)),
+    Case("workspace_settings", "workspace", "outsider", noop, workspace_settings({"log_retention_days": "30"}),
+         ("not_found", 404)),
     # agent writes
     Case("agent_write", "allowed", "agent", noop, agent_write(lambda w: BASE + "- new\n"), None),
     Case("agent_write", "scanner", "agent", noop, agent_write(lambda w: UNSAFE), ("unsafe_content", 422)),
@@ -489,7 +517,7 @@ def test_every_entry_point_obeys_the_same_rules(case: Case, entry: str) -> None:
     assert state(world) == before, f"{entry} stored something although it refused"
     if entry in ("staff_rest", "agent_rest"):
         assert (answer.code, answer.status) == (code, status)
-    elif entry == "console":
+    elif entry in ("console", "retention_form"):
         assert answer.status == status
     else:  # htmx swaps 2xx answers only: the error travels in the fragment, same sentence
         assert answer.status in (200, status)
