@@ -5,6 +5,8 @@ exports and the database file."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -197,10 +199,16 @@ def test_the_api_refuses_a_reviewer_with_403_and_another_workspace_with_404(worl
 
 
 def _db_bytes() -> bytes:
+    """The SQLite file and its WAL, read by a child process. Closing any file
+    descriptor on the database drops every POSIX lock this process holds on
+    it, SQLite's shared lock included (sqlite.org/howtocorrupt.html, 2.2);
+    another process closing its connection would then think itself the last
+    one and delete the WAL and shared memory under our open connections."""
     name = Path(connection.settings_dict["NAME"])
-    data = name.read_bytes()
-    wal = Path(f"{name}-wal")
-    return data + (wal.read_bytes() if wal.exists() else b"")
+    read = ("import pathlib, sys; db = pathlib.Path(sys.argv[1]); wal = pathlib.Path(sys.argv[1] + '-wal'); "
+            "sys.stdout.buffer.write(db.read_bytes() + (wal.read_bytes() if wal.exists() else b''))")
+    return subprocess.run([sys.executable, "-c", read, str(name)], capture_output=True, check=True,
+                          timeout=60).stdout
 
 
 @pytest.mark.django_db(transaction=True)
