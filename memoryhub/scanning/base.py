@@ -576,8 +576,7 @@ class Views:
         text = self.folded
         if "://" in text or "@" in text or not self.words.isdisjoint(_CHANNEL_WORDS):
             return True
-        # One pass: the first characters ("." or a digit) let `re` skip
-        # through the text quickly.
+        # One pass, from dot to dot.
         return _SEND_HINT.search(text) is not None
 
     @functools.cached_property
@@ -701,8 +700,12 @@ def negated(text: str, start: int, reach: int = 60) -> bool:
     return NEGATION.search(window) is not None
 
 
+# A domain's ".com" or an IP's "1.2.3.4". Both alternatives open at the
+# dot (the IP's leading digit is a lookbehind), so `re` jumps from dot to dot
+# with its one-character prefix search instead of trying every position:
+# the same answer as `\.(?:com|…)\b|\d\.\d{1,3}\.\d{1,3}\.\d`, ten times cheaper.
 _SEND_HINT = re.compile(
-    r"\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|info|biz|cc|su|pw)\b|\d\.\d{1,3}\.\d{1,3}\.\d"
+    r"\.(?:(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|info|biz|cc|su|pw)\b|(?<=\d\.)\d{1,3}\.\d{1,3}\.\d)"
 )
 # Services that are a destination by name. "My personal email" is not on
 # the list: without an address there is nowhere to send to.
@@ -710,7 +713,6 @@ _CHANNEL_WORDS = frozenset(
     b"webhook pastebin requestbin ngrok interactsh burpcollaborator telegram discord whatsapp signal gmail yahoo "
     b"hotmail proton protonmail".split()
 )
-_WORD_START = re.compile(r"(?<![^\W_])[^\W_]")
 # Past this many spots a phrase stops trying each one and searches the whole
 # text once instead: a text that repeats "ignore" 30,000 times gets one
 # linear pass per phrase, not 30,000 windowed matches.
@@ -750,6 +752,9 @@ class Phrase:
     line_start: bool = False
     # Whether the pattern needs a destination (a URL, an address …).
     needs_destination: bool = False
+    # For `before > 0`: the pattern behind a lazy skip of at most `before`
+    # characters, its first group where the pattern starts.
+    windowed: re.Pattern[str] | None = None
 
     def spots(self, view: Views) -> list[int]:
         if self.requires and self.requires not in view.folded:
@@ -787,20 +792,31 @@ class Phrase:
         # try each word start there (any position, for patterns that open
         # with punctuation), rather than search ahead through `after`.
         low = max(0, position - self.before)
-        starts: Iterable[int]
         if self.line_start:
             # A role marker opens its line: one try, at that line's start.
             line = max(text.rfind(c, low, position) for c in "\n\r\x0b\x0c\x85") + 1
-            starts = (line,) if line > low or low == 0 else ()
-        elif self.word_start:
-            starts = (m.start() for m in _WORD_START.finditer(text, low, position + 1))
-        else:
-            starts = range(low, position + 1)
-        for start in starts:
+            if line > low or low == 0:
+                match = self.pattern.match(text, line, end)
+                if match is not None and match.end() > position and self.accept(match, view):
+                    return match
+            return None
+        # `windowed` skips lazily to the first start (a word's start, or any
+        # position) in the window where the pattern matches: what trying
+        # each start in turn finds, in one call into C. The pattern is then
+        # matched at that start, for the caller's groups and offsets.
+        assert self.windowed is not None
+        windowed = self.windowed.match
+        while True:
+            found = windowed(text, low, end)
+            if found is None:
+                return None
+            start = found.start(1)
+            if start > position:
+                return None
             match = self.pattern.match(text, start, end)
             if match is not None and match.end() > position and self.accept(match, view):
                 return match
-        return None
+            low = start + 1
 
     def matches(self, view: Views, stop: int | None = None) -> Iterator[re.Match[str]]:
         """Accepted matches in text order, none starting at or after `stop`."""
@@ -884,6 +900,10 @@ def phrase(
         word_start,
         pattern.startswith(LINE_START),
         "(?P<dest>" in pattern if needs_destination is None else needs_destination,
+        # A word's start is a letter or digit with none before it.
+        re.compile(rf"[\s\S]{{0,{before}}}?(" + (r"(?<![^\W_])(?=[^\W_])" if word_start else "") + f"(?:{pattern}))")
+        if before
+        else None,
     )
     for stem in stem_tuple:
         _PHRASES_BY_STEM.setdefault(stem, []).append(id(made))
