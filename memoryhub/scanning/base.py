@@ -417,7 +417,8 @@ def register_stems(stems: Iterable[str]) -> None:
 def _stem_index() -> dict[str, list[str]]:
     global _INDEXED
     if len(_STEMS) != _INDEXED:
-        _stems_of.cache_clear()
+        _WORD_STEMS.clear()
+        _STEMLESS.clear()
         _STEM_INDEX.clear()
         for stem in _STEMS:
             key = stem if _is_cjk(stem[0]) else ("=" + stem if len(stem) < 3 else stem[:3])
@@ -429,16 +430,23 @@ def _stem_index() -> dict[str, list[str]]:
 _NOWHERE: list[int] = []
 
 
-@functools.lru_cache(maxsize=65536)
 def _stems_of(raw_word: bytes) -> tuple[str, ...]:
-    """The registered stems a word (UTF-8) starts with. Memory text reuses a
-    small vocabulary, so across texts this is mostly a cache hit."""
+    """The registered stems a word (UTF-8) starts with."""
     index = _STEM_INDEX
     word = raw_word.decode("utf-8", "surrogatepass")
     found = tuple(stem for stem in index.get(word[:3], ()) if word.startswith(stem))
     if len(word) < 3 and "=" + word in index:
         found += (word,)
     return found
+
+
+# Words seen before, split in two: those that start with registered stems
+# (-> the stems) and those that start with none. Memory text reuses a small
+# vocabulary, so a text's words are mostly looked up with two set operations
+# in C, and only its new words and its few words with stems cost Python.
+_WORD_STEMS: dict[bytes, tuple[str, ...]] = {}
+_STEMLESS: set[bytes] = set()
+_MAX_KNOWN_WORDS = 65536
 # stem -> ids of the phrases that look for it, so a text activates only the
 # phrases whose stems it holds, and the rest cost one set lookup each.
 _PHRASES_BY_STEM: dict[str, list[int]] = {}
@@ -479,12 +487,24 @@ class Views:
     def __post_init__(self) -> None:
         _stem_index()
         present = self.present
-        for word in self.words:
-            stems = _stems_of(word)
-            if stems:
-                text_word = word.decode("utf-8", "surrogatepass")
-                for stem in stems:
-                    present.setdefault(stem, []).append(text_word)
+        with_stems = _WORD_STEMS.keys() & self.words
+        unknown = self.words - with_stems - _STEMLESS
+        if unknown:
+            if len(_WORD_STEMS) + len(_STEMLESS) > _MAX_KNOWN_WORDS:
+                _WORD_STEMS.clear()
+                _STEMLESS.clear()
+            for word in unknown:
+                stems = _stems_of(word)
+                if stems:
+                    _WORD_STEMS[word] = stems
+                    with_stems.add(word)
+                else:
+                    _STEMLESS.add(word)
+        for word in with_stems:
+            text_word = word.decode("utf-8", "surrogatepass")
+            # (Another thread may have cleared the table meanwhile.)
+            for stem in _WORD_STEMS.get(word) or _stems_of(word):
+                present.setdefault(stem, []).append(text_word)
         if self.has_cjk:
             for key, cjk_stems in _stem_index().items():
                 if _is_cjk(key[0]) and key in self.folded:
@@ -608,15 +628,21 @@ def vocabulary_words(*phrases: str) -> None:
         VOCABULARY.update(w for w in re.findall(r"[a-z]+", phrase.lower()) if len(w) > 1 or w in "ai")
 
 
-# Letters (and bytes of other scripts) -> "a", digits -> "0": after the
-# word split, four one-letter words in a row read " a a a a ".
+# Letters (and bytes of other scripts) -> "a", digits -> "0": four
+# one-letter words in a row read " a a a a " (spaces between them aside).
 _LETTER_SHAPE = bytes(
     0x61 if chr(b).isalpha() or b >= 0x80 else 0x30 if chr(b).isdigit() else b for b in range(256)
 )
 
 
-def _letter_run(words: list[bytes]) -> bool:
-    return b" a a a a " in b" " + b" ".join(words).translate(_LETTER_SHAPE) + b" "
+# Four one-letter words in a row, in the shape of the split bytes (where
+# only spaces separate words). The literal " a " opens it, so `re` jumps
+# from one one-letter word to the next.
+_LETTER_RUN = re.compile(rb" a  *a +a +a(?![^ ])")
+
+
+def _letter_run(split_bytes: bytes) -> bool:
+    return _LETTER_RUN.search(b" " + split_bytes.translate(_LETTER_SHAPE)) is not None
 
 
 @functools.lru_cache(maxsize=4)
@@ -630,7 +656,7 @@ def views(normalized: str) -> Views:
     # Letter-spacing leaves four or more one-letter words in a row; prose
     # has "a", "I" or the "s" of "customer's" alone, so the collapse pass
     # runs only when needed.
-    if _letter_run(split) or (has_cjk and _SPACED_CJK.search(folded)):
+    if _letter_run(translated) or (has_cjk and _SPACED_CJK.search(folded)):
         collapsed = _collapse_spaced(folded, frozenset(VOCABULARY))
         if collapsed is not None:
             folded, origin = collapsed
@@ -755,6 +781,9 @@ class Phrase:
     # For `before > 0`: the pattern behind a lazy skip of at most `before`
     # characters, its first group where the pattern starts.
     windowed: re.Pattern[str] | None = None
+    # Run `check` before the negation test: for a check that is cheaper and
+    # rejects more often (both must pass, so the order changes only cost).
+    check_first: bool = False
 
     def spots(self, view: Views) -> list[int]:
         if self.requires and self.requires not in view.folded:
@@ -778,9 +807,11 @@ class Phrase:
         return found
 
     def accept(self, match: re.Match[str], view: Views) -> bool:
+        if self.check_first and self.check is not None and not self.check(match, view):
+            return False
         if self.negatable and negated(view.folded, match.start()):
             return False
-        return self.check is None or self.check(match, view)
+        return self.check is None or self.check_first or self.check(match, view)
 
     def try_at(self, view: Views, position: int) -> re.Match[str] | None:
         text = view.folded
@@ -871,6 +902,7 @@ def phrase(
     requires: str = "",
     gate: str | tuple[str, ...] = (),
     needs_destination: bool | None = None,
+    check_first: bool = False,
 ) -> Phrase:
     stem_tuple = tuple(stems.split()) if isinstance(stems, str) else stems
     gate_tuple = tuple(gate.split()) if isinstance(gate, str) else gate
@@ -904,6 +936,7 @@ def phrase(
         re.compile(rf"[\s\S]{{0,{before}}}?(" + (r"(?<![^\W_])(?=[^\W_])" if word_start else "") + f"(?:{pattern}))")
         if before
         else None,
+        check_first,
     )
     for stem in stem_tuple:
         _PHRASES_BY_STEM.setdefault(stem, []).append(id(made))
