@@ -397,6 +397,8 @@ def _collapse_spaced(text: str, vocabulary: frozenset[str]) -> tuple[str, list[i
 # ASCII byte that is not a letter or digit becomes a space; UTF-8 bytes of
 # other scripts stay word characters.
 _WORD_SPLIT = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(256))
+# Split bytes -> "a" for every byte of a word, spaces kept.
+_WORD_BYTES = bytes(0x20 if b == 0x20 else 0x61 for b in range(256))
 
 
 # --- the views --------------------------------------------------------------------------------
@@ -410,8 +412,14 @@ _STEM_INDEX: dict[str, list[str]] = {}
 _INDEXED = 0
 
 
+# The CJK ones among them (matched anywhere, not at a word's start).
+_CJK_STEMS: set[str] = set()
+
+
 def register_stems(stems: Iterable[str]) -> None:
+    stems = tuple(stems)
     _STEMS.update(stems)
+    _CJK_STEMS.update(stem for stem in stems if _is_cjk(stem[0]))
 
 
 def _stem_index() -> dict[str, list[str]]:
@@ -473,7 +481,8 @@ class Views:
     # Every word of the folded text, as UTF-8 bytes (decoding all of them
     # would cost more than the few that are needed).
     words: frozenset[bytes]
-    longest_word: int = 0
+    # Whether a word is 16 bytes or longer.
+    long_word: bool = False
     # The folded text with every non-word byte turned into a space.
     split_bytes: bytes = b""
     # Each registered stem the text holds -> the words that start with it
@@ -483,6 +492,9 @@ class Views:
     # Phrases share stem lists: their merged spots, by the list.
     _spots: dict[tuple[str, ...], list[int]] = field(default_factory=dict, repr=False)
     _memo: dict[str, object] = field(default_factory=dict, repr=False)
+    # _word_index(), once built.
+    _index: dict[str, list[int]] | None = field(default=None, repr=False)
+    _indexed: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         _stem_index()
@@ -530,13 +542,13 @@ class Views:
             return cached
         text = self.folded
         found: list[int] = []
-        if _is_cjk(stem[0]):
+        if stem in _CJK_STEMS:
             at = text.find(stem)
             while at != -1:
                 found.append(at)
                 at = text.find(stem, at + 1)
         else:
-            index = self._word_index()
+            index = self._index if self._indexed else self._word_index()
             for word in words:
                 if index is not None:
                     found.extend(index.get(word, ()))
@@ -551,8 +563,8 @@ class Views:
         """Start offsets of every word some present stem needs, from one pass
         over the split bytes. Only for an all-ASCII folded text, where byte
         offsets are character offsets; otherwise None (search word by word)."""
-        if "words" in self._memo:
-            return self._memo["words"]  # type: ignore[return-value]
+        if self._indexed:
+            return self._index
         index: dict[str, list[int]] | None = None
         if self.split_bytes and self.folded.isascii():
             needed = {word.encode() for words in self.present.values() for word in words}
@@ -566,7 +578,7 @@ class Views:
                 if part in needed:
                     found.setdefault(part, []).append(ends[number] - len(part) + number)
             index = {word.decode(): found.get(word, []) for word in needed}
-        self._memo["words"] = index
+        self._index, self._indexed = index, True
         return index
 
     @functools.cached_property
@@ -576,7 +588,7 @@ class Views:
         least two digits and two letters. Vendor keys, JWTs and provider
         tokens all do; prose and order numbers ("TX2026102101") do not, so
         their rules skip it."""
-        if self.longest_word < 16:
+        if not self.long_word:
             return False
         for word in self.lower.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT).split():
             if len(word) < 16:
@@ -652,7 +664,6 @@ def views(normalized: str) -> Views:
     folded = _fold_leet(folded)
     origin: list[int] | None = None
     translated = folded.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT)
-    split = translated.split()
     # Letter-spacing leaves four or more one-letter words in a row; prose
     # has "a", "I" or the "s" of "customer's" alone, so the collapse pass
     # runs only when needed.
@@ -661,16 +672,15 @@ def views(normalized: str) -> Views:
         if collapsed is not None:
             folded, origin = collapsed
             translated = folded.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT)
-            split = translated.split()
-    words = frozenset(split)
     return Views(
         normalized=normalized,
         lower=lower,
         folded=folded,
         origin=origin,
         has_cjk=has_cjk,
-        words=words,
-        longest_word=max(map(len, split), default=0),
+        words=frozenset(translated.split()),
+        # Sixteen word bytes in a row, in one C-level find.
+        long_word=b"a" * 16 in translated.translate(_WORD_BYTES),
         split_bytes=translated,
     )
 
