@@ -256,10 +256,10 @@ def _fold_non_ascii(text: str) -> tuple[str, bool]:
 
 _LEET = {ord("0"): "o", ord("1"): "i", ord("3"): "e", ord("4"): "a", ord("5"): "s", ord("7"): "t", ord("8"): "b"}
 _LEET_CHARS = "0134578@$"
-# A leet character followed by a letter: "1gn0re", "pr3vious", "p@ss".
-# Trailing digits ("sunshine99", "gpt4", "sha256", "ed25519") never start a
-# fold, and numbers without letters ("4471-9920", "TX2026102101") neither.
-_LEET_SEED = re.compile(r"[0134578@$][a-z]")
+# A leet character followed by a letter ("1gn0re", "pr3vious", "p@ss") is
+# a seed, [0134578@$][a-z]. Trailing digits ("sunshine99", "gpt4", "sha256",
+# "ed25519") never start a fold, and numbers without letters ("4471-9920",
+# "TX2026102101") neither.
 _LEET_SHAPE = bytes(0x61 if chr(b).isalpha() else 0x30 if chr(b) in "0134578@$" else 0x20 for b in range(128)) + bytes(
     0x20 for _ in range(128)
 )
@@ -286,26 +286,38 @@ def _fold_leet_token(token: str, text: str, end: int) -> str:
     return "".join(out)
 
 
+# The seeds' shape: "a" for a-z, "0" for a leet character, " " for the
+# rest (and for the "?" that stands for a character outside ASCII).
+_LEET_SEED_SHAPE = bytes(
+    0x61 if 0x61 <= b <= 0x7A else 0x30 if chr(b) in _LEET_CHARS else 0x20 for b in range(128)
+) + bytes(0x20 for _ in range(128))
+
+
 def _fold_leet(text: str) -> str:
     # Seeds are ASCII: a shape where every letter is "a" and every leet
     # character "0" holds "0a" when there is one (one C-level pass).
     if text.isascii() and b"0a" not in text.encode().translate(_LEET_SHAPE):
         return text
+    # The seeds are the "0a" of a shape with one byte per character ("?"
+    # for any outside ASCII), found with bytes.find rather than a regex over
+    # the text. ("0a" cannot overlap itself.)
+    shape = text.encode("ascii", "replace").translate(_LEET_SEED_SHAPE)
     pieces: list[str] = []
     done = 0
-    for match in _LEET_SEED.finditer(text):
-        start = match.start()
-        if start < done:
-            continue
-        while start > done and text[start - 1] in _LEET_TOKEN_CHAR:
-            start -= 1
-        end = match.end()
-        while end < len(text) and text[end] in _LEET_TOKEN_CHAR:
-            end += 1
-        token = text[start:end]
-        pieces.append(text[done:start])
-        pieces.append(_fold_leet_token(token, text, end))
-        done = end
+    seed = shape.find(b"0a")
+    while seed != -1:
+        if seed >= done:
+            start = seed
+            while start > done and text[start - 1] in _LEET_TOKEN_CHAR:
+                start -= 1
+            end = seed + 2
+            while end < len(text) and text[end] in _LEET_TOKEN_CHAR:
+                end += 1
+            token = text[start:end]
+            pieces.append(text[done:start])
+            pieces.append(_fold_leet_token(token, text, end))
+            done = end
+        seed = shape.find(b"0a", seed + 1)
     if not pieces:
         return text
     pieces.append(text[done:])
