@@ -507,6 +507,7 @@ class Views:
     # _word_index(), once built.
     _index: dict[str, list[int]] | None = field(default=None, repr=False)
     _indexed: bool = field(default=False, repr=False)
+    _stem_words: set[bytes] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         _stem_index()
@@ -524,6 +525,8 @@ class Views:
                     with_stems.add(word)
                 else:
                     _STEMLESS.add(word)
+        # The words that start with a stem, as bytes (the word index's keys).
+        self._stem_words = with_stems
         for word in with_stems:
             text_word = word.decode("utf-8", "surrogatepass")
             # (Another thread may have cleared the table meanwhile.)
@@ -579,7 +582,7 @@ class Views:
             return self._index
         index: dict[str, list[int]] | None = None
         if self.split_bytes and self.folded.isascii():
-            needed = {word.encode() for words in self.present.values() for word in words}
+            needed = self._stem_words
             # Split on single spaces: every part (empty ones too) is followed
             # by one space, so a part's offset is the lengths before it plus
             # its index, summed by accumulate in C.
@@ -589,7 +592,7 @@ class Views:
             for number, part in enumerate(parts):
                 if part in needed:
                     found.setdefault(part, []).append(ends[number] - len(part) + number)
-            index = {word.decode(): found.get(word, []) for word in needed}
+            index = {word.decode(): offsets for word, offsets in found.items()}
         self._index, self._indexed = index, True
         return index
 
@@ -626,10 +629,12 @@ class Views:
     @functools.cached_property
     def active(self) -> frozenset[int]:
         """Ids of the phrases with at least one stem in this text."""
-        return frozenset(ident for stem in self.present for ident in _PHRASES_BY_STEM.get(stem, ()))
+        return frozenset(
+            itertools.chain.from_iterable(map(_PHRASES_BY_STEM.get, self.present, itertools.repeat(())))
+        )
 
     def has_any(self, stems: Iterable[str]) -> bool:
-        return any(stem in self.present for stem in stems)
+        return not self.present.keys().isdisjoint(stems)
 
     def memo(self, key: str) -> object:
         return self._memo.get(key)
@@ -812,19 +817,21 @@ class Phrase:
             return _NOWHERE
         if self.needs_destination and not view.could_send:
             return _NOWHERE
-        present = view.present
-        if self.gate and not any(stem in present for stem in self.gate):
+        present = view.present.keys()
+        if self.gate and present.isdisjoint(self.gate):
             return _NOWHERE
         cached = view._spots.get(self.stems)
         if cached is not None:
             return cached
-        hits = [stem for stem in self.stems if stem in present]
+        # (Set operations in C; the positions are sorted, so the order the
+        # stems come out in does not matter.)
+        hits = present & self.stems
         if not hits:
             found = _NOWHERE
         elif len(hits) == 1:
-            found = view.positions(hits[0])
+            found = view.positions(hits.pop())
         else:
-            found = sorted({position for stem in hits for position in view.positions(stem)})
+            found = sorted(set().union(*map(view.positions, hits)))
         view._spots[self.stems] = found
         return found
 
