@@ -504,10 +504,10 @@ class Views:
     # Phrases share stem lists: their merged spots, by the list.
     _spots: dict[tuple[str, ...], list[int]] = field(default_factory=dict, repr=False)
     _memo: dict[str, object] = field(default_factory=dict, repr=False)
-    # _word_index(), once built.
-    _index: dict[str, list[int]] | None = field(default=None, repr=False)
+    # Whether _index_words() ran; the words that start with stems (UTF-8)
+    # -> their stems.
     _indexed: bool = field(default=False, repr=False)
-    _stem_words: set[bytes] = field(default_factory=set, repr=False)
+    _stem_words: dict[bytes, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         _stem_index()
@@ -525,12 +525,12 @@ class Views:
                     with_stems.add(word)
                 else:
                     _STEMLESS.add(word)
-        # The words that start with a stem, as bytes (the word index's keys).
-        self._stem_words = with_stems
+        stem_words = self._stem_words
         for word in with_stems:
             text_word = word.decode("utf-8", "surrogatepass")
             # (Another thread may have cleared the table meanwhile.)
-            for stem in _WORD_STEMS.get(word) or _stems_of(word):
+            stems = stem_words[word] = _WORD_STEMS.get(word) or _stems_of(word)
+            for stem in stems:
                 present.setdefault(stem, []).append(text_word)
         if self.has_cjk:
             for key, cjk_stems in _stem_index().items():
@@ -555,6 +555,11 @@ class Views:
         cached = self._positions.get(stem)
         if cached is not None:
             return cached
+        if not self._indexed:
+            self._index_words()
+            cached = self._positions.get(stem)
+            if cached is not None:
+                return cached
         text = self.folded
         found: list[int] = []
         if stem in _CJK_STEMS:
@@ -563,38 +568,38 @@ class Views:
                 found.append(at)
                 at = text.find(stem, at + 1)
         else:
-            index = self._index if self._indexed else self._word_index()
             for word in words:
-                if index is not None:
-                    found.extend(index.get(word, ()))
-                else:
-                    found.extend(m.start() for m in _whole_word(word).finditer(text))
+                found.extend(m.start() for m in _whole_word(word).finditer(text))
             if len(words) > 1:
                 found = sorted(set(found))
         self._positions[stem] = found
         return found
 
-    def _word_index(self) -> dict[str, list[int]] | None:
-        """Start offsets of every word some present stem needs, from one pass
-        over the split bytes. Only for an all-ASCII folded text, where byte
-        offsets are character offsets; otherwise None (search word by word)."""
-        if self._indexed:
-            return self._index
-        index: dict[str, list[int]] | None = None
-        if self.split_bytes and self.folded.isascii():
-            needed = self._stem_words
-            # Split on single spaces: every part (empty ones too) is followed
-            # by one space, so a part's offset is the lengths before it plus
-            # its index, summed by accumulate in C.
-            parts = self.split_bytes.split(b" ")
-            ends = list(itertools.accumulate(map(len, parts)))
-            found: dict[bytes, list[int]] = {}
-            for number, part in enumerate(parts):
-                if part in needed:
-                    found.setdefault(part, []).append(ends[number] - len(part) + number)
-            index = {word.decode(): offsets for word, offsets in found.items()}
-        self._index, self._indexed = index, True
-        return index
+    def _index_words(self) -> None:
+        """The positions of every present stem, from one pass over the split
+        bytes: each word that starts with stems adds its offset to theirs, in
+        text order. Only for an all-ASCII folded text, where byte offsets are
+        character offsets; otherwise `positions` searches word by word."""
+        self._indexed = True
+        if not (self.split_bytes and self.folded.isascii()):
+            return
+        stems_of = self._stem_words
+        # Split on single spaces: every part (empty ones too) is followed
+        # by one space, so a part's offset is the lengths before it plus
+        # its index, summed by accumulate in C.
+        parts = self.split_bytes.split(b" ")
+        ends = list(itertools.accumulate(map(len, parts)))
+        positions = self._positions
+        for number, part in enumerate(parts):
+            stems = stems_of.get(part)
+            if stems is not None:
+                offset = ends[number] - len(part) + number
+                for stem in stems:
+                    found = positions.get(stem)
+                    if found is None:
+                        positions[stem] = [offset]
+                    else:
+                        found.append(offset)
 
     @functools.cached_property
     def has_token(self) -> bool:
@@ -844,7 +849,8 @@ class Phrase:
 
     def try_at(self, view: Views, position: int) -> re.Match[str] | None:
         text = view.folded
-        end = min(len(text), position + self.after)
+        # (`re` clamps an end past the text to the text's end.)
+        end = position + self.after
         if not self.before:
             match = self.pattern.match(text, position, end)
             return match if match is not None and self.accept(match, view) else None
@@ -894,7 +900,7 @@ class Phrase:
         if not self.before:
             # The common case, inlined: one anchored match per spot.
             text = view.folded
-            size = len(text)
+            after = self.after
             match_at = self.pattern.match
             plain = not self.negatable and self.check is None
             for position in spots:
@@ -902,7 +908,8 @@ class Phrase:
                     return
                 if position < done:
                     continue
-                found = match_at(text, position, min(size, position + self.after))
+                # (`re` clamps an end past the text to the text's end.)
+                found = match_at(text, position, position + after)
                 if found is not None and (plain or self.accept(found, view)):
                     done = found.end()
                     yield found
