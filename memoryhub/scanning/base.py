@@ -590,16 +590,16 @@ class Views:
         parts = self.split_bytes.split(b" ")
         ends = list(itertools.accumulate(map(len, parts)))
         positions = self._positions
-        for number, part in enumerate(parts):
-            stems = stems_of.get(part)
-            if stems is not None:
-                offset = ends[number] - len(part) + number
-                for stem in stems:
-                    found = positions.get(stem)
-                    if found is None:
-                        positions[stem] = [offset]
-                    else:
-                        found.append(offset)
+        # The parts that are stem words, picked out in C.
+        for number in itertools.compress(itertools.count(), map(stems_of.__contains__, parts)):
+            part = parts[number]
+            offset = ends[number] - len(part) + number
+            for stem in stems_of[part]:
+                found = positions.get(stem)
+                if found is None:
+                    positions[stem] = [offset]
+                else:
+                    found.append(offset)
 
     @functools.cached_property
     def has_token(self) -> bool:
