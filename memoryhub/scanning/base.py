@@ -497,6 +497,8 @@ class Views:
     long_word: bool = False
     # The folded text with every non-word byte turned into a space.
     split_bytes: bytes = b""
+    # split_bytes.split(b" ").
+    parts: list[bytes] = field(default_factory=list, repr=False)
     # Each registered stem the text holds -> the words that start with it
     # (for a CJK stem: itself).
     present: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -584,10 +586,10 @@ class Views:
         if not (self.split_bytes and self.folded.isascii()):
             return
         stems_of = self._stem_words
-        # Split on single spaces: every part (empty ones too) is followed
-        # by one space, so a part's offset is the lengths before it plus
-        # its index, summed by accumulate in C.
-        parts = self.split_bytes.split(b" ")
+        # Every part (empty ones too) is followed by one space, so a part's
+        # offset is the lengths before it plus its index, summed by
+        # accumulate in C.
+        parts = self.parts
         ends = list(itertools.accumulate(map(len, parts)))
         positions = self._positions
         # The parts that are stem words, picked out in C.
@@ -694,16 +696,23 @@ def views(normalized: str) -> Views:
         if collapsed is not None:
             folded, origin = collapsed
             translated = folded.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT)
+    # Split on single spaces (the only separator left), once for the word
+    # set and the word index both; runs of separators leave empty parts.
+    parts = translated.split(b" ")
+    words = frozenset(parts)
+    if b"" in words:
+        words = words - {b""}
     return Views(
         normalized=normalized,
         lower=lower,
         folded=folded,
         origin=origin,
         has_cjk=has_cjk,
-        words=frozenset(translated.split()),
+        words=words,
         # Sixteen word bytes in a row, in one C-level find.
         long_word=b"a" * 16 in translated.translate(_WORD_BYTES),
         split_bytes=translated,
+        parts=parts,
     )
 
 
