@@ -467,6 +467,7 @@ def _stems_of(raw_word: bytes) -> tuple[str, ...]:
 _WORD_STEMS: dict[bytes, tuple[str, ...]] = {}
 _STEMLESS: set[bytes] = set()
 _MAX_KNOWN_WORDS = 65536
+
 # stem -> ids of the phrases that look for it, so a text activates only the
 # phrases whose stems it holds, and the rest cost one set lookup each.
 _PHRASES_BY_STEM: dict[str, list[int]] = {}
