@@ -256,10 +256,10 @@ def _fold_non_ascii(text: str) -> tuple[str, bool]:
 
 _LEET = {ord("0"): "o", ord("1"): "i", ord("3"): "e", ord("4"): "a", ord("5"): "s", ord("7"): "t", ord("8"): "b"}
 _LEET_CHARS = "0134578@$"
-# A leet character followed by a letter: "1gn0re", "pr3vious", "p@ss".
-# Trailing digits ("sunshine99", "gpt4", "sha256", "ed25519") never start a
-# fold, and numbers without letters ("4471-9920", "TX2026102101") neither.
-_LEET_SEED = re.compile(r"[0134578@$][a-z]")
+# A leet character followed by a letter ("1gn0re", "pr3vious", "p@ss") is
+# a seed, [0134578@$][a-z]. Trailing digits ("sunshine99", "gpt4", "sha256",
+# "ed25519") never start a fold, and numbers without letters ("4471-9920",
+# "TX2026102101") neither.
 _LEET_SHAPE = bytes(0x61 if chr(b).isalpha() else 0x30 if chr(b) in "0134578@$" else 0x20 for b in range(128)) + bytes(
     0x20 for _ in range(128)
 )
@@ -286,26 +286,38 @@ def _fold_leet_token(token: str, text: str, end: int) -> str:
     return "".join(out)
 
 
+# The seeds' shape: "a" for a-z, "0" for a leet character, " " for the
+# rest (and for the "?" that stands for a character outside ASCII).
+_LEET_SEED_SHAPE = bytes(
+    0x61 if 0x61 <= b <= 0x7A else 0x30 if chr(b) in _LEET_CHARS else 0x20 for b in range(128)
+) + bytes(0x20 for _ in range(128))
+
+
 def _fold_leet(text: str) -> str:
     # Seeds are ASCII: a shape where every letter is "a" and every leet
     # character "0" holds "0a" when there is one (one C-level pass).
     if text.isascii() and b"0a" not in text.encode().translate(_LEET_SHAPE):
         return text
+    # The seeds are the "0a" of a shape with one byte per character ("?"
+    # for any outside ASCII), found with bytes.find rather than a regex over
+    # the text. ("0a" cannot overlap itself.)
+    shape = text.encode("ascii", "replace").translate(_LEET_SEED_SHAPE)
     pieces: list[str] = []
     done = 0
-    for match in _LEET_SEED.finditer(text):
-        start = match.start()
-        if start < done:
-            continue
-        while start > done and text[start - 1] in _LEET_TOKEN_CHAR:
-            start -= 1
-        end = match.end()
-        while end < len(text) and text[end] in _LEET_TOKEN_CHAR:
-            end += 1
-        token = text[start:end]
-        pieces.append(text[done:start])
-        pieces.append(_fold_leet_token(token, text, end))
-        done = end
+    seed = shape.find(b"0a")
+    while seed != -1:
+        if seed >= done:
+            start = seed
+            while start > done and text[start - 1] in _LEET_TOKEN_CHAR:
+                start -= 1
+            end = seed + 2
+            while end < len(text) and text[end] in _LEET_TOKEN_CHAR:
+                end += 1
+            token = text[start:end]
+            pieces.append(text[done:start])
+            pieces.append(_fold_leet_token(token, text, end))
+            done = end
+        seed = shape.find(b"0a", seed + 1)
     if not pieces:
         return text
     pieces.append(text[done:])
@@ -397,6 +409,8 @@ def _collapse_spaced(text: str, vocabulary: frozenset[str]) -> tuple[str, list[i
 # ASCII byte that is not a letter or digit becomes a space; UTF-8 bytes of
 # other scripts stay word characters.
 _WORD_SPLIT = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(256))
+# Split bytes -> "a" for every byte of a word, spaces kept.
+_WORD_BYTES = bytes(0x20 if b == 0x20 else 0x61 for b in range(256))
 
 
 # --- the views --------------------------------------------------------------------------------
@@ -410,14 +424,21 @@ _STEM_INDEX: dict[str, list[str]] = {}
 _INDEXED = 0
 
 
+# The CJK ones among them (matched anywhere, not at a word's start).
+_CJK_STEMS: set[str] = set()
+
+
 def register_stems(stems: Iterable[str]) -> None:
+    stems = tuple(stems)
     _STEMS.update(stems)
+    _CJK_STEMS.update(stem for stem in stems if _is_cjk(stem[0]))
 
 
 def _stem_index() -> dict[str, list[str]]:
     global _INDEXED
     if len(_STEMS) != _INDEXED:
-        _stems_of.cache_clear()
+        _WORD_STEMS.clear()
+        _STEMLESS.clear()
         _STEM_INDEX.clear()
         for stem in _STEMS:
             key = stem if _is_cjk(stem[0]) else ("=" + stem if len(stem) < 3 else stem[:3])
@@ -429,16 +450,24 @@ def _stem_index() -> dict[str, list[str]]:
 _NOWHERE: list[int] = []
 
 
-@functools.lru_cache(maxsize=65536)
 def _stems_of(raw_word: bytes) -> tuple[str, ...]:
-    """The registered stems a word (UTF-8) starts with. Memory text reuses a
-    small vocabulary, so across texts this is mostly a cache hit."""
+    """The registered stems a word (UTF-8) starts with."""
     index = _STEM_INDEX
     word = raw_word.decode("utf-8", "surrogatepass")
     found = tuple(stem for stem in index.get(word[:3], ()) if word.startswith(stem))
     if len(word) < 3 and "=" + word in index:
         found += (word,)
     return found
+
+
+# Words seen before, split in two: those that start with registered stems
+# (-> the stems) and those that start with none. Memory text reuses a small
+# vocabulary, so a text's words are mostly looked up with two set operations
+# in C, and only its new words and its few words with stems cost Python.
+_WORD_STEMS: dict[bytes, tuple[str, ...]] = {}
+_STEMLESS: set[bytes] = set()
+_MAX_KNOWN_WORDS = 65536
+
 # stem -> ids of the phrases that look for it, so a text activates only the
 # phrases whose stems it holds, and the rest cost one set lookup each.
 _PHRASES_BY_STEM: dict[str, list[int]] = {}
@@ -465,9 +494,12 @@ class Views:
     # Every word of the folded text, as UTF-8 bytes (decoding all of them
     # would cost more than the few that are needed).
     words: frozenset[bytes]
-    longest_word: int = 0
+    # Whether a word is 16 bytes or longer.
+    long_word: bool = False
     # The folded text with every non-word byte turned into a space.
     split_bytes: bytes = b""
+    # split_bytes.split(b" ").
+    parts: list[bytes] = field(default_factory=list, repr=False)
     # Each registered stem the text holds -> the words that start with it
     # (for a CJK stem: itself).
     present: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -475,16 +507,34 @@ class Views:
     # Phrases share stem lists: their merged spots, by the list.
     _spots: dict[tuple[str, ...], list[int]] = field(default_factory=dict, repr=False)
     _memo: dict[str, object] = field(default_factory=dict, repr=False)
+    # Whether _index_words() ran; the words that start with stems (UTF-8)
+    # -> their stems.
+    _indexed: bool = field(default=False, repr=False)
+    _stem_words: dict[bytes, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         _stem_index()
         present = self.present
-        for word in self.words:
-            stems = _stems_of(word)
-            if stems:
-                text_word = word.decode("utf-8", "surrogatepass")
-                for stem in stems:
-                    present.setdefault(stem, []).append(text_word)
+        with_stems = _WORD_STEMS.keys() & self.words
+        unknown = self.words - with_stems - _STEMLESS
+        if unknown:
+            if len(_WORD_STEMS) + len(_STEMLESS) > _MAX_KNOWN_WORDS:
+                _WORD_STEMS.clear()
+                _STEMLESS.clear()
+            for word in unknown:
+                stems = _stems_of(word)
+                if stems:
+                    _WORD_STEMS[word] = stems
+                    with_stems.add(word)
+                else:
+                    _STEMLESS.add(word)
+        stem_words = self._stem_words
+        for word in with_stems:
+            text_word = word.decode("utf-8", "surrogatepass")
+            # (Another thread may have cleared the table meanwhile.)
+            stems = stem_words[word] = _WORD_STEMS.get(word) or _stems_of(word)
+            for stem in stems:
+                present.setdefault(stem, []).append(text_word)
         if self.has_cjk:
             for key, cjk_stems in _stem_index().items():
                 if _is_cjk(key[0]) and key in self.folded:
@@ -508,46 +558,51 @@ class Views:
         cached = self._positions.get(stem)
         if cached is not None:
             return cached
+        if not self._indexed:
+            self._index_words()
+            cached = self._positions.get(stem)
+            if cached is not None:
+                return cached
         text = self.folded
         found: list[int] = []
-        if _is_cjk(stem[0]):
+        if stem in _CJK_STEMS:
             at = text.find(stem)
             while at != -1:
                 found.append(at)
                 at = text.find(stem, at + 1)
         else:
-            index = self._word_index()
             for word in words:
-                if index is not None:
-                    found.extend(index.get(word, ()))
-                else:
-                    found.extend(m.start() for m in _whole_word(word).finditer(text))
+                found.extend(m.start() for m in _whole_word(word).finditer(text))
             if len(words) > 1:
                 found = sorted(set(found))
         self._positions[stem] = found
         return found
 
-    def _word_index(self) -> dict[str, list[int]] | None:
-        """Start offsets of every word some present stem needs, from one pass
-        over the split bytes. Only for an all-ASCII folded text, where byte
-        offsets are character offsets; otherwise None (search word by word)."""
-        if "words" in self._memo:
-            return self._memo["words"]  # type: ignore[return-value]
-        index: dict[str, list[int]] | None = None
-        if self.split_bytes and self.folded.isascii():
-            needed = {word.encode() for words in self.present.values() for word in words}
-            # Split on single spaces: every part (empty ones too) is followed
-            # by one space, so a part's offset is the lengths before it plus
-            # its index, summed by accumulate in C.
-            parts = self.split_bytes.split(b" ")
-            ends = list(itertools.accumulate(map(len, parts)))
-            found: dict[bytes, list[int]] = {}
-            for number, part in enumerate(parts):
-                if part in needed:
-                    found.setdefault(part, []).append(ends[number] - len(part) + number)
-            index = {word.decode(): found.get(word, []) for word in needed}
-        self._memo["words"] = index
-        return index
+    def _index_words(self) -> None:
+        """The positions of every present stem, from one pass over the split
+        bytes: each word that starts with stems adds its offset to theirs, in
+        text order. Only for an all-ASCII folded text, where byte offsets are
+        character offsets; otherwise `positions` searches word by word."""
+        self._indexed = True
+        if not (self.split_bytes and self.folded.isascii()):
+            return
+        stems_of = self._stem_words
+        # Every part (empty ones too) is followed by one space, so a part's
+        # offset is the lengths before it plus its index, summed by
+        # accumulate in C.
+        parts = self.parts
+        ends = list(itertools.accumulate(map(len, parts)))
+        positions = self._positions
+        # The parts that are stem words, picked out in C.
+        for number in itertools.compress(itertools.count(), map(stems_of.__contains__, parts)):
+            part = parts[number]
+            offset = ends[number] - len(part) + number
+            for stem in stems_of[part]:
+                found = positions.get(stem)
+                if found is None:
+                    positions[stem] = [offset]
+                else:
+                    found.append(offset)
 
     @functools.cached_property
     def has_token(self) -> bool:
@@ -556,7 +611,7 @@ class Views:
         least two digits and two letters. Vendor keys, JWTs and provider
         tokens all do; prose and order numbers ("TX2026102101") do not, so
         their rules skip it."""
-        if self.longest_word < 16:
+        if not self.long_word:
             return False
         for word in self.lower.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT).split():
             if len(word) < 16:
@@ -576,17 +631,18 @@ class Views:
         text = self.folded
         if "://" in text or "@" in text or not self.words.isdisjoint(_CHANNEL_WORDS):
             return True
-        # One pass: the first characters ("." or a digit) let `re` skip
-        # through the text quickly.
+        # One pass, from dot to dot.
         return _SEND_HINT.search(text) is not None
 
     @functools.cached_property
     def active(self) -> frozenset[int]:
         """Ids of the phrases with at least one stem in this text."""
-        return frozenset(ident for stem in self.present for ident in _PHRASES_BY_STEM.get(stem, ()))
+        return frozenset(
+            itertools.chain.from_iterable(map(_PHRASES_BY_STEM.get, self.present, itertools.repeat(())))
+        )
 
     def has_any(self, stems: Iterable[str]) -> bool:
-        return any(stem in self.present for stem in stems)
+        return not self.present.keys().isdisjoint(stems)
 
     def memo(self, key: str) -> object:
         return self._memo.get(key)
@@ -609,15 +665,21 @@ def vocabulary_words(*phrases: str) -> None:
         VOCABULARY.update(w for w in re.findall(r"[a-z]+", phrase.lower()) if len(w) > 1 or w in "ai")
 
 
-# Letters (and bytes of other scripts) -> "a", digits -> "0": after the
-# word split, four one-letter words in a row read " a a a a ".
+# Letters (and bytes of other scripts) -> "a", digits -> "0": four
+# one-letter words in a row read " a a a a " (spaces between them aside).
 _LETTER_SHAPE = bytes(
     0x61 if chr(b).isalpha() or b >= 0x80 else 0x30 if chr(b).isdigit() else b for b in range(256)
 )
 
 
-def _letter_run(words: list[bytes]) -> bool:
-    return b" a a a a " in b" " + b" ".join(words).translate(_LETTER_SHAPE) + b" "
+# Four one-letter words in a row, in the shape of the split bytes (where
+# only spaces separate words). The literal " a " opens it, so `re` jumps
+# from one one-letter word to the next.
+_LETTER_RUN = re.compile(rb" a  *a +a +a(?![^ ])")
+
+
+def _letter_run(split_bytes: bytes) -> bool:
+    return _LETTER_RUN.search(b" " + split_bytes.translate(_LETTER_SHAPE)) is not None
 
 
 @functools.lru_cache(maxsize=4)
@@ -627,17 +689,20 @@ def views(normalized: str) -> Views:
     folded = _fold_leet(folded)
     origin: list[int] | None = None
     translated = folded.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT)
-    split = translated.split()
     # Letter-spacing leaves four or more one-letter words in a row; prose
     # has "a", "I" or the "s" of "customer's" alone, so the collapse pass
     # runs only when needed.
-    if _letter_run(split) or (has_cjk and _SPACED_CJK.search(folded)):
+    if _letter_run(translated) or (has_cjk and _SPACED_CJK.search(folded)):
         collapsed = _collapse_spaced(folded, frozenset(VOCABULARY))
         if collapsed is not None:
             folded, origin = collapsed
             translated = folded.encode("utf-8", "surrogatepass").translate(_WORD_SPLIT)
-            split = translated.split()
-    words = frozenset(split)
+    # Split on single spaces (the only separator left), once for the word
+    # set and the word index both; runs of separators leave empty parts.
+    parts = translated.split(b" ")
+    words = frozenset(parts)
+    if b"" in words:
+        words = words - {b""}
     return Views(
         normalized=normalized,
         lower=lower,
@@ -645,8 +710,10 @@ def views(normalized: str) -> Views:
         origin=origin,
         has_cjk=has_cjk,
         words=words,
-        longest_word=max(map(len, split), default=0),
+        # Sixteen word bytes in a row, in one C-level find.
+        long_word=b"a" * 16 in translated.translate(_WORD_BYTES),
         split_bytes=translated,
+        parts=parts,
     )
 
 
@@ -701,8 +768,12 @@ def negated(text: str, start: int, reach: int = 60) -> bool:
     return NEGATION.search(window) is not None
 
 
+# A domain's ".com" or an IP's "1.2.3.4". Both alternatives open at the
+# dot (the IP's leading digit is a lookbehind), so `re` jumps from dot to dot
+# with its one-character prefix search instead of trying every position:
+# the same answer as `\.(?:com|…)\b|\d\.\d{1,3}\.\d{1,3}\.\d`, ten times cheaper.
 _SEND_HINT = re.compile(
-    r"\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|info|biz|cc|su|pw)\b|\d\.\d{1,3}\.\d{1,3}\.\d"
+    r"\.(?:(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|info|biz|cc|su|pw)\b|(?<=\d\.)\d{1,3}\.\d{1,3}\.\d)"
 )
 # Services that are a destination by name. "My personal email" is not on
 # the list: without an address there is nowhere to send to.
@@ -710,7 +781,6 @@ _CHANNEL_WORDS = frozenset(
     b"webhook pastebin requestbin ngrok interactsh burpcollaborator telegram discord whatsapp signal gmail yahoo "
     b"hotmail proton protonmail".split()
 )
-_WORD_START = re.compile(r"(?<![^\W_])[^\W_]")
 # Past this many spots a phrase stops trying each one and searches the whole
 # text once instead: a text that repeats "ignore" 30,000 times gets one
 # linear pass per phrase, not 30,000 windowed matches.
@@ -750,36 +820,47 @@ class Phrase:
     line_start: bool = False
     # Whether the pattern needs a destination (a URL, an address …).
     needs_destination: bool = False
+    # For `before > 0`: the pattern behind a lazy skip of at most `before`
+    # characters, its first group where the pattern starts.
+    windowed: re.Pattern[str] | None = None
+    # Run `check` before the negation test: for a check that is cheaper and
+    # rejects more often (both must pass, so the order changes only cost).
+    check_first: bool = False
 
     def spots(self, view: Views) -> list[int]:
         if self.requires and self.requires not in view.folded:
             return _NOWHERE
         if self.needs_destination and not view.could_send:
             return _NOWHERE
-        present = view.present
-        if self.gate and not any(stem in present for stem in self.gate):
+        present = view.present.keys()
+        if self.gate and present.isdisjoint(self.gate):
             return _NOWHERE
         cached = view._spots.get(self.stems)
         if cached is not None:
             return cached
-        hits = [stem for stem in self.stems if stem in present]
+        # (Set operations in C; the positions are sorted, so the order the
+        # stems come out in does not matter.)
+        hits = present & self.stems
         if not hits:
             found = _NOWHERE
         elif len(hits) == 1:
-            found = view.positions(hits[0])
+            found = view.positions(hits.pop())
         else:
-            found = sorted({position for stem in hits for position in view.positions(stem)})
+            found = sorted(set().union(*map(view.positions, hits)))
         view._spots[self.stems] = found
         return found
 
     def accept(self, match: re.Match[str], view: Views) -> bool:
+        if self.check_first and self.check is not None and not self.check(match, view):
+            return False
         if self.negatable and negated(view.folded, match.start()):
             return False
-        return self.check is None or self.check(match, view)
+        return self.check is None or self.check_first or self.check(match, view)
 
     def try_at(self, view: Views, position: int) -> re.Match[str] | None:
         text = view.folded
-        end = min(len(text), position + self.after)
+        # (`re` clamps an end past the text to the text's end.)
+        end = position + self.after
         if not self.before:
             match = self.pattern.match(text, position, end)
             return match if match is not None and self.accept(match, view) else None
@@ -787,20 +868,31 @@ class Phrase:
         # try each word start there (any position, for patterns that open
         # with punctuation), rather than search ahead through `after`.
         low = max(0, position - self.before)
-        starts: Iterable[int]
         if self.line_start:
             # A role marker opens its line: one try, at that line's start.
             line = max(text.rfind(c, low, position) for c in "\n\r\x0b\x0c\x85") + 1
-            starts = (line,) if line > low or low == 0 else ()
-        elif self.word_start:
-            starts = (m.start() for m in _WORD_START.finditer(text, low, position + 1))
-        else:
-            starts = range(low, position + 1)
-        for start in starts:
+            if line > low or low == 0:
+                match = self.pattern.match(text, line, end)
+                if match is not None and match.end() > position and self.accept(match, view):
+                    return match
+            return None
+        # `windowed` skips lazily to the first start (a word's start, or any
+        # position) in the window where the pattern matches: what trying
+        # each start in turn finds, in one call into C. The pattern is then
+        # matched at that start, for the caller's groups and offsets.
+        assert self.windowed is not None
+        windowed = self.windowed.match
+        while True:
+            found = windowed(text, low, end)
+            if found is None:
+                return None
+            start = found.start(1)
+            if start > position:
+                return None
             match = self.pattern.match(text, start, end)
             if match is not None and match.end() > position and self.accept(match, view):
                 return match
-        return None
+            low = start + 1
 
     def matches(self, view: Views, stop: int | None = None) -> Iterator[re.Match[str]]:
         """Accepted matches in text order, none starting at or after `stop`."""
@@ -818,7 +910,7 @@ class Phrase:
         if not self.before:
             # The common case, inlined: one anchored match per spot.
             text = view.folded
-            size = len(text)
+            after = self.after
             match_at = self.pattern.match
             plain = not self.negatable and self.check is None
             for position in spots:
@@ -826,7 +918,8 @@ class Phrase:
                     return
                 if position < done:
                     continue
-                found = match_at(text, position, min(size, position + self.after))
+                # (`re` clamps an end past the text to the text's end.)
+                found = match_at(text, position, position + after)
                 if found is not None and (plain or self.accept(found, view)):
                     done = found.end()
                     yield found
@@ -855,6 +948,7 @@ def phrase(
     requires: str = "",
     gate: str | tuple[str, ...] = (),
     needs_destination: bool | None = None,
+    check_first: bool = False,
 ) -> Phrase:
     stem_tuple = tuple(stems.split()) if isinstance(stems, str) else stems
     gate_tuple = tuple(gate.split()) if isinstance(gate, str) else gate
@@ -884,6 +978,11 @@ def phrase(
         word_start,
         pattern.startswith(LINE_START),
         "(?P<dest>" in pattern if needs_destination is None else needs_destination,
+        # A word's start is a letter or digit with none before it.
+        re.compile(rf"[\s\S]{{0,{before}}}?(" + (r"(?<![^\W_])(?=[^\W_])" if word_start else "") + f"(?:{pattern}))")
+        if before
+        else None,
+        check_first,
     )
     for stem in stem_tuple:
         _PHRASES_BY_STEM.setdefault(stem, []).append(id(made))

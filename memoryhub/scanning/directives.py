@@ -211,6 +211,8 @@ _DIRECTIVES_EN = (
         "widen the agent's permissions",
         negatable=True,
         check=imperative_widens,
+        # The clause-start test rejects most verbs at once.
+        check_first=True,
     ),
     phrase(
         "agent assistant bot ai model chatbot you it",
@@ -530,6 +532,8 @@ _DIRECTIVES_ES = (
         "widen the agent's permissions",
         negatable=True,
         check=imperative_widens,
+        # The clause-start test rejects most verbs at once.
+        check_first=True,
     ),
     phrase(
         _RISKY_STEMS_ES,
@@ -609,6 +613,8 @@ _DIRECTIVES_FR = (
         "widen the agent's permissions",
         negatable=True,
         check=imperative_widens,
+        # The clause-start test rejects most verbs at once.
+        check_first=True,
     ),
     phrase(
         "approuv accept autoris accord rembours debloqu transfer donn",

@@ -38,12 +38,48 @@ DESTINATION = (
 )
 _DESTINATION = compile_pattern(DESTINATION)
 # Cheap tests that a text could hold a destination at all, before the
-# full pattern runs over it.
-_DESTINATION_HINT = re.compile(
-    r"://|@|\.(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|info|biz|cc|su|pw)\b|\d\.\d{1,3}\.\d"
-    r"|webhook|pastebin|requestbin|ngrok|interactsh|burpcollaborator"
-)
+# full pattern runs over it: "://", "@", a service's name, or a dot that
+# opens a TLD or sits inside an IP. (The dot alternatives open with the dot,
+# the IP's leading digit being a lookbehind, so `re` jumps from dot to dot.)
+_SERVICES = ("webhook", "pastebin", "requestbin", "ngrok", "interactsh", "burpcollaborator")
+_TLDS = r"(?:com|net|org|io|xyz|ru|cn|tk|top|site|online|info|biz|cc|su|pw)"
+_DOT_HINT = re.compile(r"\.(?:" + _TLDS + r"\b|(?<=\d\.)\d{1,3}\.\d)")
+# Every destination holds one of these: "://", "@", a dot before a TLD, a
+# dot between digits (or a service's name, tested apart). Each alternative
+# opens with a literal, so `re` skips ahead on the first characters.
+_DESTINATION_ANCHOR = re.compile(r"://|@|\.(?:" + _TLDS + r"|(?<=\d\.)(?=\d))")
+# No destination holds ASCII whitespace, and the pattern looks at most two
+# characters past a match: a whitespace-delimited token is scanned alone
+# exactly as it is inside the whole text.
+_SPACES = " \t\n\r\x0b\x0c"
+_NEXT_SPACE = re.compile(r"[ \t\n\r\x0b\x0c]")
 _URL_HOST = re.compile(r"://(?:[^/\s?#@]{0,200}@)?([^/\s?#:]{1,253})")
+
+
+def _has_destination_hint(text: str) -> bool:
+    return "://" in text or "@" in text or any(name in text for name in _SERVICES) or bool(_DOT_HINT.search(text))
+
+
+def _destination_matches(text: str) -> list[re.Match[str]]:
+    """`_DESTINATION.finditer(text)`, run only over the tokens that hold an
+    anchor. With IGNORECASE, "ı", "ſ" and uppercase letters match the
+    services' names and the TLDs too; a text holding any of them, or a
+    service's name, gets the whole-text search."""
+    if any(name in text for name in _SERVICES) or not text.islower() or "\u0131" in text or "\u017f" in text:
+        return list(_DESTINATION.finditer(text))
+    found: list[re.Match[str]] = []
+    done = 0
+    size = len(text)
+    for anchor in _DESTINATION_ANCHOR.finditer(text):
+        at = anchor.start()
+        if at < done:
+            continue
+        start = max(text.rfind(space, done, at) for space in _SPACES) + 1
+        space = _NEXT_SPACE.search(text, at)
+        end = space.start() if space is not None else size
+        found.extend(_DESTINATION.finditer(text, max(start, done), end))
+        done = end
+    return found
 
 
 def destinations(view: Views) -> list[re.Match[str]]:
@@ -51,8 +87,8 @@ def destinations(view: Views) -> list[re.Match[str]]:
     cached = view.memo("destinations")
     if cached is None:
         text = view.folded
-        found = [m for m in _DESTINATION.finditer(text) if not _inbound(text, m.start())] if (
-            _DESTINATION_HINT.search(text)
+        found = [m for m in _destination_matches(text) if not _inbound(text, m.start())] if (
+            _has_destination_hint(text)
         ) else []
         view.remember("destinations", found)
         return found

@@ -17,6 +17,7 @@ only where its fixed prefix occurs.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -102,25 +103,43 @@ class Anchored:
     # What must follow a literal for its window to be searched at all.
     then: re.Pattern[str] | None = None
 
+    @functools.cached_property
+    def _roots(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The literals grouped by their first three characters, each group
+        under the prefix its literals share ("pass" for password, passwd,
+        passphrase, pass): one find per group instead of one per literal."""
+        groups: dict[str, list[str]] = {}
+        for literal in self.literals:
+            groups.setdefault(literal[:3] if len(literal) >= 3 else "\0" + literal, []).append(literal)
+        roots = []
+        for group in groups.values():
+            root = group[0]
+            for literal in group[1:]:
+                while not literal.startswith(root):
+                    root = root[:-1]
+            roots.append((root, tuple(group)))
+        return tuple(roots)
+
+    def _literal_positions(self, haystack: str) -> set[int]:
+        """Where a literal starts (and, with `then`, is followed by it)."""
+        then = self.then
+        found: set[int] = set()
+        for root, literals in self._roots:
+            for p in _find_all(haystack, root):
+                for literal in literals:
+                    if haystack.startswith(literal, p) and (then is None or then.match(haystack, p + len(literal))):
+                        found.add(p)
+                        break
+        return found
+
     def search(self, normalized: str, lower: str) -> Iterator[re.Match[str]]:
         haystack = lower if self.lowered else normalized
-        if self.then is not None:
-            # Cheaper than a window search: what must follow the literal.
-            positions = sorted(
-                {
-                    p
-                    for literal in self.literals
-                    for p in _find_all(haystack, literal)
-                    if self.then.match(haystack, p + len(literal))
-                }
-            )
-            yield from self._windows(normalized, positions)
-            return
-        if not self.literals:
+        if not self.literals and self.then is None:
             yield from self.pattern.finditer(normalized)
             return
-        positions = sorted({p for literal in self.literals for p in _find_all(haystack, literal)})
-        yield from self._windows(normalized, positions)
+        # With `then`, cheaper than a window search: what must follow the
+        # literal.
+        yield from self._windows(normalized, sorted(self._literal_positions(haystack)))
 
     def _windows(self, normalized: str, positions: list[int]) -> Iterator[re.Match[str]]:
         if len(positions) > SPOT_LIMIT:

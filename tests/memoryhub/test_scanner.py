@@ -716,6 +716,7 @@ def test_it_hands_out_a_fresh_list_from_the_cache() -> None:
 # so frozen session snapshots know to be re-checked.
 KNOWN_VERSIONS = {
     "2026.12.1": "192f7c113a68ac41",
+    "2026.12.2": "dede50994a49700b",
 }
 
 
