@@ -395,7 +395,8 @@ def run_limits(*, agent: Agent, spent: Decimal, backend: str) -> RunLimits:
         for row in MemoryFile.objects.filter(agent=agent, user_ref="", kind__in=[FileKind.SOUL, FileKind.ABOUT])
         .order_by("kind") if row.content
     )
-    return RunLimits(budget_usd=remaining, run_ceiling_usd=ceiling, profile=profile, encoding=agent.token_encoding)
+    return RunLimits(budget_usd=remaining, run_ceiling_usd=ceiling, profile=profile, encoding=agent.token_encoding,
+                     pii_policy=agent.workspace.pii_policy)
 
 
 def _fallback(backend: Backend) -> Backend | None:
@@ -460,9 +461,17 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         counts["consolidate"]["read_through"] = mark
     if result.not_understood:
         counts["not_understood"] = result.not_understood
+    if result.estimated:
+        counts["consolidate"]["usage_estimated"] = True
+    refused = [*gathered.refused, *result.refused]
+    if refused:
+        # Ids, classes and categories only: a refused secret or personal
+        # datum is never copied out of the log, not even into the counts.
+        counts["refused"] = [refusal.as_count() for refusal in refused]
 
     try:
-        plans = pipeline.prune_and_index(files=files, result=result, signals=gathered.signals, now=now)
+        plans = pipeline.prune_and_index(files=files, result=result, signals=gathered.signals, now=now,
+                                         refused=refused, policy=agent.workspace.pii_policy)
     except pipeline.GuardError as exc:
         counts["prune"] = {"guard": exc.guard}
         with transaction.atomic():

@@ -14,6 +14,10 @@ Entry points:
 - `scan(text)`: the first finding in RULES order, or None.
 - `scan_all(text)`: every rule's first finding, for reviewers.
 - `scan_pii(text)`: every PII occurrence.
+- `scan_personal(text)`: every special category of personal data (the
+  checksum formats, and health, official ids, relatives' contact data and
+  protected traits said in words), each finding's rule a key of
+  `scanning.pii.SPECIAL_CATEGORY`.
 - `redact_secrets(text)`: the text with each secret replaced by
   `[REDACTED:<rule>]`, for session logs, which are stored, not refused.
 
@@ -116,6 +120,7 @@ __all__ = (
     "rules_fingerprint",
     "scan",
     "scan_all",
+    "scan_personal",
     "scan_pii",
 )
 
@@ -313,6 +318,16 @@ def scan_pii(text: str) -> list[Finding]:
     if len(text) > MAX_SCAN_CHARS:
         return []
     return list(_cached("pii", text, lambda t: tuple(pii.scan_pii_uncached(t))))
+
+
+def scan_personal(text: str) -> list[Finding]:
+    """Every special category of personal data in the text, in order, rule
+    one of `pii.SPECIAL_CATEGORY` (iban, payment_card, national_id,
+    government_id, health, relative_contact, sensitive_trait). Offsets are
+    in normalize(text)."""
+    if len(text) > MAX_SCAN_CHARS:
+        return []
+    return list(_cached("personal", text, lambda t: tuple(pii.scan_personal_uncached(t))))
 
 
 # --- redaction ---------------------------------------------------------------------------------

@@ -352,7 +352,8 @@ def _play(scenario: dict[str, Any], outcome: Outcome, *, backend: str, server: O
         for kind, entries in (scenario.get("files") or {}).items():
             core.write_memory(agent=agent, kind=kind, user_ref=user_ref,
                               content=md.render(expand(e, today) for e in entries))
-    script = scenario.get("llm") or []
+    script = [[{key: expand(value, today) if isinstance(value, str) else value for key, value in step.items()}
+               for step in answer] for answer in scenario.get("llm") or []]
     last = start
     for index, step in enumerate(scenario["runs"]):
         for day, at, turns in _sessions(step):
@@ -478,7 +479,7 @@ def read_request(request: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[st
 
 
 _FILE_LINE = re.compile(r"^(?P<target>[UM]\d+)\s(?P<text>.*)$")
-_LOG_LINE = re.compile(r"^(?P<id>\d+)\s+\S+\s+\S+\s(?P<text>.*)$")
+_LOG_LINE = re.compile(r"^(?P<id>\d+) [unat] (?P<text>.*)$")
 
 
 def _read_compact(content: str) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
