@@ -428,6 +428,8 @@ _ES = ((re.compile(r"^Está\b"), "Estuvo"), (re.compile(r"^Es\b"), "Fue"), (re.c
        (re.compile(r"\btiene\b"), "tuvo"))
 _FR = ((re.compile(r"^Est\b"), "Était"), (re.compile(r"^A\b"), "Avait"), (re.compile(r"^Voyage\b"), "A voyagé"),
        (re.compile(r"^Part\b"), "Est parti"), (re.compile(r"\best\b"), "était"), (re.compile(r"\ba\b"), "avait"))
+_EN_PAST_INSIDE = re.compile(r"\b(?:was|were|had)\b")
+_EN_PRESENT_INSIDE = re.compile(r"\b(?:is|are|has|have|will)\b")
 PAST_MARK = {"en": "(past)", "de": "(vergangen)", "es": "(pasado)", "fr": "(passé)"}
 _ALREADY_PAST = re.compile(
     r"^(?:was|were|had|did|went|flew|came|left|met|took|saw|spoke|gave|ran|drove|rode|began|got|made|sat|\w+ed|"
@@ -469,6 +471,8 @@ def past_tense(text: str, language: str = "en") -> str:
     end = "." if body.endswith(".") else ""
     core = body[:-1] if end else body
     lang = language if language in PAST_MARK else "en"
+    if lang == "en" and _EN_PAST_INSIDE.search(core) and not _EN_PRESENT_INSIDE.search(core):
+        return text
     if lang == "en":
         for pattern, how in _EN_BE:
             match = pattern.match(core)

@@ -202,7 +202,7 @@ class Gathered:
         return found
 
 
-def gather(*, agent: Agent, user_ref: str, after: int, limit: int = MAX_SIGNALS_PER_RUN) -> Gathered:
+def gather(*, agent: Agent, user_ref: str, after: int, limit: int | None = None) -> Gathered:
     """The pair's log entries past the high-water mark, oldest first, to the
     end of the backlog (one query, streamed in chunks). Each passes the
     scanner: a secret or an injected instruction in a log is filtered out
@@ -210,6 +210,7 @@ def gather(*, agent: Agent, user_ref: str, after: int, limit: int = MAX_SIGNALS_
     the agent's note said, an instruction aimed at the agent is cut out
     sentence by sentence (the rest is still read), and shown to the
     reviewer as a refused finding."""
+    limit = MAX_SIGNALS_PER_RUN if limit is None else limit
     rows = (
         LogEntry.objects.filter(agent=agent, user_ref=user_ref, id__gt=after)
         .order_by("id")

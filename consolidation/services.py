@@ -485,9 +485,14 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
     }
     counts["proposals"] = len(plans)
 
+    unread = _unread_left(gathered, result)
+    if unread:
+        counts["unread_left"] = unread
+
     if not plans:
         with transaction.atomic():
-            _finish(run, status=RunStatus.NO_CHANGE, counts=counts, usage=usage, high_water_mark=mark)
+            if _finish(run, status=RunStatus.NO_CHANGE, counts=counts, usage=usage, high_water_mark=mark) and unread:
+                _continue(run)
         return run
 
     plan = plans[0]
@@ -518,6 +523,8 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
                         status=ProposalStatus.SUPERSEDED, superseded_by=proposal)
                 proposals.append(proposal)
             run.proposals.add(*proposals)
+            if unread:
+                _continue(run)
     except errors.VersionConflict as exc:
         # No automatic re-run: the gate or a reviewer starts a fresh run that
         # reads the new version.
@@ -535,6 +542,28 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         _fail_after_rollback(run, reason=f"The proposal was refused: {exc.detail}", counts=counts,
                              usage=usage, failure=Failure.PERMANENT, code=f"refused:{exc.code}")
     return run
+
+
+def _unread_left(gathered: pipeline.Gathered, result: BackendResult) -> str:
+    """Why log entries are left unread although a new run could read them
+    now (more than one run holds, or the model's call ceiling), or "" (all
+    read, or a budget that a new run would hit too)."""
+    if gathered.backlog:
+        return f"more than {pipeline.MAX_SIGNALS_PER_RUN:,} log entries were waiting"
+    if result.stopped.startswith("call ceiling"):
+        return result.stopped
+    return ""
+
+
+def _continue(run: ConsolidationRun) -> None:
+    """Queue the pair's next run at once, in the transaction that finishes
+    this one: a busy pair never waits for new sessions while unread entries
+    remain. It starts from this run's proposal, so the reviewer still gets
+    one proposal per file."""
+    follow, created = trigger_run(agent=run.agent, user_ref=run.user_ref, trigger=Trigger.GATE,
+                                  backend=run.backend)
+    if created:
+        logger.info("run %s left unread entries; run %s continues", run.pk, follow.pk)
 
 
 def _fail_after_rollback(

@@ -35,7 +35,12 @@ class Slot:
 
     @property
     def label(self) -> str:
-        return self.attribute.split(":", 1)[0].replace("_", " ")
+        kind, _, detail = self.attribute.partition(":")
+        if kind in ("role", "id") and detail:
+            return detail
+        if detail:
+            return f"{kind.replace('_', ' ')} ({detail})"
+        return kind.replace("_", " ")
 
 
 # --- value vocabularies ------------------------------------------------------------------------

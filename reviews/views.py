@@ -35,6 +35,7 @@ from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
 from memoryhub import errors, risk, scanner, selectors, services, tokens
+from memoryhub.scanning.pii import CATEGORY_LABELS
 from memoryhub.models import (
     Change,
     ChangeKind,
@@ -374,6 +375,7 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "stats": diffs.stats(proposal.base_content, proposal.proposed_content),
         "changes": _rationale(proposal),
         "findings": scanner.scan_all(proposal.proposed_content),
+        "special_categories": [CATEGORY_LABELS.get(c, c) for c in services.special_categories(proposal)],
         "size": {
             "chars_before": len(proposal.base_content),
             "chars_after": len(proposal.proposed_content),
@@ -395,8 +397,9 @@ def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[
     comment = request.POST.get("comment", "")
     reason_code = request.POST.get("reason_code", "")
     if action == "approve":
+        acknowledged = request.POST.get("acknowledge_personal_data", "") in ("1", "true", "True", "on")
         done = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment,
-                                         reason_code=reason_code)
+                                         reason_code=reason_code, acknowledge_personal_data=acknowledged)
         if done.status == ProposalStatus.PENDING:
             return ("First approval recorded. This proposal is high risk: a second, different reviewer approves it "
                     "before it is served."), None

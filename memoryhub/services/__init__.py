@@ -116,6 +116,7 @@ from memoryhub.services.proposals import (
     rebase_proposal,
     reject_proposal,
     revise_proposal,
+    special_categories,
     unclaim_proposal,
     withdraw_proposal,
 )
@@ -183,3 +184,4 @@ __all__ += ["ERASE_ROLES", "erasure_records", "pending_erasures", "request_erasu
             "redact_expired_logs", "retention_status"]
 __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
             "unclaim_proposal"]
+__all__ += ["special_categories"]

@@ -18,6 +18,7 @@ from consolidation.models import ConsolidationPair, ConsolidationRun, RunStatus
 from memoryhub import services as core
 from memoryhub.models import AgentSession, LogEntry, Proposal, ProposalStatus, Role
 from tests.factories import AgentFactory, staff
+from memoryhub.tokens import counter_for
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.django_db
@@ -346,3 +347,89 @@ def test_other_languages_go_to_the_llm_backend_when_configured(llm: OpenAIServer
     assert [item["id"] for item in log_lines(request)] == [italian.pk]
     assert provenance.evidence_for_lines(proposal.rationale, proposal.proposed_content) == [[english.pk],
                                                                                           [italian.pk]]
+
+
+# --- a seed-sized run -------------------------------------------------------------------------------
+
+# Five sessions like the seed's estimate assumes (20 entries each: chat, tool
+# output, directives, notes, some German), and a 1,000-character MEMORY.md.
+SEED_SESSION = [
+    ("user", "Morning! Can you look at the failing build for {project}?"),
+    ("assistant", "Sure, checking the CI logs for {project} now."),
+    ("tool", "ci.log: 312 tests, 2 failed (test_{n}_sync, test_{n}_retry) in 41.2s"),
+    ("assistant", "Two tests fail; both touch the retry logic."),
+    ("user", "From now on, run the linter before you push anything."),
+    ("assistant", "Will do."),
+    ("note", "The {project} repo uses pytest {n} and ruff"),
+    ("tool", "ruff check: 3 files changed, 0 errors"),
+    ("user", "I prefer email for routine updates."),
+    ("assistant", "Noted: email for routine updates."),
+    ("user", "For urgent things I prefer a phone call."),
+    ("note", "Staging for {project} listens on port {port}"),
+    ("user", "Remember that I'm on vacation until Friday."),
+    ("assistant", "Enjoy the break!"),
+    ("tool", "deploy.sh: staging deploy finished in 93s"),
+    ("user", "Ich bevorzuge kurze Antworten."),
+    ("assistant", "Alles klar, kurze Antworten."),
+    ("note", "Deploys of {project} happen on Fridays"),
+    ("user", "Thanks, that fixed it!"),
+    ("assistant", "Great. Anything else?"),
+]
+SEED_MEMORY = "".join(f"- {line}\n" for line in [
+    "The atlas service is written in Go 1.22 and deployed with Helm from the deploy/ folder.",
+    "Integration tests need Docker running and take about 11 minutes on the CI runners.",
+    "Feature flags live in Unleash; the project key is atlas-core and flags are kebab-case.",
+    "Logs go to Loki with a 14-day retention; older logs are in the atlas-logs-archive bucket.",
+    "Code owners for services/atlas are @lena-k and @omar-t; both approve schema changes.",
+    "Database migrations use goose and every migration needs a down step, which CI checks.",
+    "Currency amounts are stored as integer cents in int64 columns, never as floats.",
+    "The on-call handbook is in Confluence under ATL/Runbooks; page the secondary after 15 min.",
+    "Kafka topic atlas.events.v2 carries invoice events; v1 was retired in March.",
+    "Error budget: 99.9% monthly SLO on the public API, p99 latency under 300 ms.",
+    "Renovate opens dependency PRs on Mondays; merge them before Wednesday's release cut.",
+])
+
+
+def test_a_seed_sized_run_stays_within_the_seeds_token_budget(llm: OpenAIServer) -> None:
+    # Today's hole: 9,181 prompt tokens for this run, mostly JSON around each
+    # entry. The seed budgets ~5,500 per run, in and out together.
+    assert 950 <= len(SEED_MEMORY) <= 1050
+    agent = AgentFactory(consolidation_backend="llm")
+    core.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content=SEED_MEMORY)
+    for s in range(5):
+        log(agent, "u1", *[(role, text.format(project=["atlas", "borealis", "cobalt", "dynamo", "ember"][s], n=s + 7,
+                                              port=5400 + s)) for role, text in SEED_SESSION])
+    answers: list[str] = []
+
+    def model(request: dict[str, Any]) -> str:
+        entries = log_lines(request)
+        first = {text: item["id"] for item in reversed(entries) for text in [item["content"]]}
+        ops = [
+            {"op": "add", "file": "USER.md", "text": "Run the linter before pushing anything.",
+             "reason": "A standing directive from the user.",
+             "evidence": [i for t, i in first.items() if "run the linter" in t][:1]},
+            {"op": "add", "file": "USER.md", "text": "Prefers email for routine updates.",
+             "reason": "Stated preference.", "evidence": [i for t, i in first.items() if "email for routine" in t][:1]},
+            {"op": "add", "file": "USER.md", "text": "Prefers a phone call for urgent things.",
+             "reason": "Stated preference.", "evidence": [i for t, i in first.items() if "phone call" in t][:1]},
+            {"op": "add", "file": "USER.md", "text": "Prefers short answers.", "reason": "Said in German.",
+             "evidence": [i for t, i in first.items() if "kurze Antworten" in t][:1]},
+        ] + [
+            {"op": "add", "file": "MEMORY.md", "text": item["content"] + ".", "reason": "The agent noted it.",
+             "evidence": [item["id"]]}
+            for item in entries if item["role"] == "n" and "port" in item["content"]
+        ]
+        answers.append(json.dumps({"operations": ops}))
+        return answers[-1]
+
+    llm.respond_with(model)
+
+    run = run_now(agent)
+
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    [request] = llm.requests
+    counter = counter_for(agent.token_encoding)
+    tokens_in = sum(counter.count(m["content"]) for m in request["messages"])
+    tokens_out = counter.count(answers[0])
+    assert tokens_in + tokens_out <= 5_500, (tokens_in, tokens_out)
+    assert "Prefers email for routine updates." in Proposal.objects.get(kind="USER.md").proposed_content
