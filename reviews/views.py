@@ -35,7 +35,6 @@ from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
 from memoryhub import errors, risk, scanner, selectors, services, tokens
-from memoryhub.scanning.pii import CATEGORY_LABELS
 from memoryhub.models import (
     Change,
     ChangeKind,
@@ -46,6 +45,7 @@ from memoryhub.models import (
     Source,
     WritePolicy,
 )
+from memoryhub.scanning.pii import CATEGORY_LABELS
 from reviews import diffs
 from reviews.api import history_author
 

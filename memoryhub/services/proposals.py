@@ -29,6 +29,7 @@ from memoryhub.models import (
     Source,
     Workspace,
 )
+from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
 from memoryhub.services.access import (
     ADMIN_ROLES,
     REVIEW_ROLES,
@@ -40,7 +41,6 @@ from memoryhub.services.access import (
     user_or_none,
     visible_proposals,
 )
-from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
     check_limit,

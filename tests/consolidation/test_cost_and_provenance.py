@@ -17,8 +17,8 @@ from consolidation import provenance, services
 from consolidation.models import ConsolidationPair, ConsolidationRun, RunStatus
 from memoryhub import services as core
 from memoryhub.models import AgentSession, LogEntry, Proposal, ProposalStatus, Role
-from tests.factories import AgentFactory, staff
 from memoryhub.tokens import counter_for
+from tests.factories import AgentFactory, staff
 from tests.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.django_db

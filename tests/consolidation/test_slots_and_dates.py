@@ -112,7 +112,8 @@ def test_a_date_is_resolved_in_the_users_time_zone_when_known() -> None:
     ("The quarterly report is due on 2026-12-25.", "en", "The quarterly report was due on 2026-12-25."),
     ("Hat am 2026-12-18 frei.", "de", "Hatte am 2026-12-18 frei."),
     ("Est en déplacement le 2026-12-25.", "fr", "Était en déplacement le 2026-12-25."),
-    ("Follow-up with Dr. Brandt on 2026-12-17 at 14:00.", "en", "Follow-up with Dr. Brandt on 2026-12-17 at 14:00 (past)."),
+    ("Follow-up with Dr. Brandt on 2026-12-17 at 14:00.", "en",
+     "Follow-up with Dr. Brandt on 2026-12-17 at 14:00 (past)."),
 ])
 def test_a_passed_event_is_written_in_the_past_tense_once(entry: str, lang: str, history: str) -> None:
     assert dates.past_tense(entry, lang) == history
@@ -133,7 +134,8 @@ def test_events_and_states_are_told_apart() -> None:
 @pytest.mark.parametrize(("text", "code"), [
     ("Thanks!", "en"), ("Call me Dana.", "en"), ("Ich bevorzuge kurze Antworten.", "de"),
     ("Vivo en Valencia desde marzo.", "es"), ("En fait, je préfère être contacté par e-mail.", "fr"),
-    ("Preferisco le risposte brevi, ricordalo per favore.", "it"), ("Запомни, что я предпочитаю короткие ответы.", "ru"),
+    ("Preferisco le risposte brevi, ricordalo per favore.", "it"),
+    ("Запомни, что я предпочитаю короткие ответы.", "ru"),
     ("覚えておいて：私はメールより電話が好きです。", "ja"), ("ok", "unknown"), ("1234", "unknown"),
 ])
 def test_languages_are_detected_offline_with_short_chat_decided_by_function_words(text: str, code: str) -> None:
