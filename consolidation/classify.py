@@ -29,6 +29,7 @@ scanner has none yet.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -146,7 +147,18 @@ def classify(text: str, *, file: str = "USER.md", language: str = "en", policy: 
              said: str = "") -> Verdict:
     """The verdict on a candidate entry `text` for `file`; `said` is the
     sentence it was taken from (the heuristic's), `policy` the workspace's
-    PII policy (allow, flag, refuse)."""
+    PII policy (allow, flag, refuse). Memoised per scanner rules version:
+    a run asks about the same entry more than once."""
+    return _classify(text, file=file, language=language, policy=policy, said=said, rules=scanner.RULES_VERSION)
+
+
+def cache_clear() -> None:
+    _classify.cache_clear()
+
+
+@functools.lru_cache(maxsize=8192)
+def _classify(text: str, *, file: str, language: str, policy: str, said: str, rules: str) -> Verdict:
+    del rules  # part of the cache key only
     words = _WORD.findall(text)
     # The sentence a candidate came from was scanned with its log entry at
     # gather; the candidate's own wording is scanned here, once.

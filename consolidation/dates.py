@@ -160,7 +160,10 @@ def _dateparser() -> Any:
     return dateparser
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(phrase: str, *, base: date, language: str) -> date | None:
+    """dateparser on one phrase, against `base`. Cached: a run resolves the
+    same few phrases against the same day for every entry of a session."""
     languages = [language] if language in UNTIL else ["en"]
     moment = _dateparser().parse(
         phrase,
@@ -228,9 +231,9 @@ def _resolve(how: str, match: re.Match[str], *, base: date, language: str) -> tu
         day_word = _group(match, "day", "day2").lower()
         target = WEEKDAYS[day_word]
         relative = " ".join(_group(match, "rel", "rel2").lower().split())
-        parsed = _parse(day_word, base=base, language=language)
-        if parsed is None or parsed.weekday() != target or parsed <= base:
-            parsed = base + timedelta(days=(target - base.weekday()) % 7 or 7)
+        # The next such weekday after the day it was said, as dateparser
+        # reads a weekday (preferring the future); plain arithmetic here.
+        parsed = base + timedelta(days=(target - base.weekday()) % 7 or 7)
         if relative in _SAME_WEEK and parsed - base > timedelta(days=6 - base.weekday()):
             parsed -= timedelta(days=7)
         return parsed, "day", None

@@ -86,6 +86,7 @@ def tokens(text: str) -> list[str]:
     return [word.replace("’", "'") for word in _WORD.findall(text.lower())]
 
 
+@functools.lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A dozen suffix rules: enough to make "updates", "update" and
     "updated" one word; numbers and ids are left alone."""
@@ -198,13 +199,18 @@ _COMMON_CAPITALISED = frozenset({
 
 
 def distinctive_tokens(text: str) -> set[str]:
+    return set(_distinctive_tokens(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _distinctive_tokens(text: str) -> frozenset[str]:
     found = {match.group(0).lower().rstrip(".,;:") for match in _DISTINCTIVE_RAW.finditer(text)}
     stripped = text.strip()
     for match in _CAPITALISED.finditer(stripped):
         word = match.group(0)
         if word.lower() not in _COMMON_CAPITALISED:
             found.add(word.lower())
-    return {word for word in found if word}
+    return frozenset(word for word in found if word)
 
 
 def lost_distinctive(before: Iterable[str], after: str) -> list[str]:

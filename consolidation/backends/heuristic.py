@@ -105,6 +105,7 @@ def _values(entry: str) -> dict[str, set[str]]:
     return found
 
 
+@functools.lru_cache(maxsize=8192)
 def _lead(entry: str) -> str | None:
     for word in text.tokens(entry):
         if word in text.FILLERS or word in text.NEGATIONS or word in text.SUBJECTS:

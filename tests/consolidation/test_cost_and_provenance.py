@@ -304,7 +304,10 @@ def test_evidence_for_lines_reads_headings_blank_lines_and_unknown_lines() -> No
 
 
 def test_the_scanner_reads_each_log_entry_once_and_each_proposal_once(monkeypatch: Any) -> None:
+    from consolidation import classify
     from memoryhub import scanner
+
+    classify.cache_clear()  # earlier tests classified the same entries
 
     real_scan = scanner.scan
     scanned: list[str] = []
