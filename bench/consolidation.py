@@ -133,7 +133,8 @@ before, started = rss(), time.perf_counter()
 language.detector()
 # Models load per language on first use: one text per script loads them all.
 for text in ["Remember that I live in Lisbon, please.", "Запомни, что я предпочитаю короткие ответы.",
-             "覚えておいて：電話が好きです。", "请记住我喜欢简短的回答。", "짧은 답변을 선호합니다.", "أفضل الردود القصيرة."]:
+             "覚えておいて：電話が好きです。", "请记住我喜欢简短的回答。", "짧은 답변을 선호합니다.",
+             "أفضل الردود القصيرة."]:
     language._lingua(text)
 loaded, grown = time.perf_counter() - started, rss() - before
 texts = ["Ich bevorzuge kurze Antworten.", "Preferisco le risposte brevi.", "覚えておいて：電話が好きです。"] * 300

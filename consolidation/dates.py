@@ -128,6 +128,8 @@ _PHRASES: list[tuple[re.Pattern[str], str, str]] = [
 # The weekday a relative word points at, when dateparser reads the
 # weekday alone: "next" and its equivalents mean the first one after today.
 _SAME_WEEK = ("this", "diesen", "este", "el este", "ce")
+# "from", "starting", "ab": an event phrase after it is a start date.
+_FROM_WORD = r"\b(?:from|starting(?:\s+on)?|beginning|ab|desde|à\s+partir\s+de|dès)\s*$"
 
 
 @dataclass(frozen=True)
@@ -288,9 +290,12 @@ def find(text: str, *, at: datetime, language: str = "en", tz: tzinfo | None = N
             day, precision, month_start = resolved
             before = text[:start]
             until = re.search(rf"\b{_UNTIL_WORD}\s*$", before, re.I)
-            phrase_kind = "until" if until else kind
+            since = None if until else re.search(_FROM_WORD, before, re.I)
+            phrase_kind = "until" if until else "from" if since and kind == "event" else kind
             if until:
                 start = until.start()
+            elif since and kind == "event":
+                start = since.start()
             elif precision == "day":
                 lead = re.search(r"\b(?:on|am|el|le|by|for|in|at)\s+(?:the\s+)?$", before, re.I)
                 if lead and how != "in":

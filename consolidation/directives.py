@@ -118,6 +118,13 @@ _TRAILING_REMEMBER = re.compile(
     r"souviens-t['’]en|n['’]oublie\s+pas)\b[\s.!]*$",
     re.IGNORECASE,
 )
+# "Quick one: remember that …", "Oh and, please remember: …": a short lead
+# before the request to remember.
+_REMEMBER_AFTER_LEAD = re.compile(
+    r"^[^,:;.!?]{1,30}[,:;]\s*(?:and\s+)?(?:please\s+)?(?:remember|keep\s+in\s+mind|don't\s+forget|merk\s+dir|"
+    r"recuerda|rappelle-toi|souviens-toi)(?:\s+(?:that|dass|que|qu['’]))?\s*[,:]?\s+",
+    re.IGNORECASE,
+)
 # "from now on" said anywhere in the sentence.
 _STANDING_ANYWHERE = re.compile(
     r"[,;]?\s*\b(?:from\s+now\s+on|going\s+forward|from\s+today\s+on|ab\s+jetzt|ab\s+sofort|von\s+nun\s+an|"
@@ -181,7 +188,7 @@ _EN_VERBS = {"prefer": "prefers", "like": "likes", "love": "loves", "enjoy": "en
              "manage": "manages", "lead": "leads", "report": "reports", "study": "studies", "ride": "rides",
              "bike": "bikes", "walk": "walks", "go": "goes", "have": "has", "keep": "keeps", "take": "takes",
              "switched": "switched", "moved": "moved", "changed": "changed", "stopped": "stopped",
-             "started": "started", "joined": "joined", "left": "left"}
+             "started": "started", "joined": "joined", "left": "left", "relocated": "relocated"}
 _DE_VERBS = {"bevorzuge": "bevorzugt", "mag": "mag", "liebe": "liebt", "hasse": "hasst", "wohne": "wohnt",
              "lebe": "lebt", "arbeite": "arbeitet", "nutze": "nutzt", "benutze": "benutzt", "verwende": "verwendet",
              "spreche": "spricht", "trinke": "trinkt", "esse": "isst", "möchte": "möchte", "brauche": "braucht",
@@ -214,6 +221,8 @@ _FIRST_PERSON: dict[str, list[tuple[re.Pattern[str], str]]] = {
     "en": [
         (re.compile(r"^(?P<pre>(?:for|when|on|in|during|at|with|after|before)\s+[^,]+?),?\s+i(?:'d|’d|\s+would)?\s+"
                     r"(?:much\s+|really\s+)?prefer\s+(?P<rest>.+)", re.I | re.S), "Prefers {rest} {pre}"),
+        (re.compile(r"^i(?:'d|’d|\s+would)\s+(?:much\s+)?rather\s+(?:get|have|use|receive|be\s+sent)\s+"
+                    r"(?P<rest>.+?)\s+than\s+(?P<other>.+)", re.I | re.S), "Prefers {rest} over {other}"),
         (re.compile(r"^i(?:'d|’d|\s+would)\s+(?:much\s+|really\s+|strongly\s+)?(?:prefer|rather\s+have)\s+(?P<rest>.+)",
                     re.I | re.S), "Prefers {rest}"),
         (re.compile(r"^i\s+(?:don't|don’t|do\s+not|never)\s+(?P<verb>like|want|use|eat|drink|drive|work)\s+"
@@ -221,8 +230,8 @@ _FIRST_PERSON: dict[str, list[tuple[re.Pattern[str], str]]] = {
         (re.compile(r"^i\s+(?:much\s+|really\s+|strongly\s+|generally\s+|usually\s+|always\s+|mostly\s+|only\s+|also\s+|"
                     r"now\s+|still\s+)?"
                     r"(?P<verb>prefer|like|love|enjoy|hate|dislike|live|work|use|speak|drink|eat|avoid|own|drive|"
-                    r"commute|review|write|travel|deploy|code|teach|manage|lead|study|ride|bike|walk|keep|take|"
-                    r"switched|moved|changed|stopped|started|joined)\s+(?P<rest>.+)", re.I | re.S),
+                    r"commute|review|write|travel|deploy|code|teach|manage|lead|study|ride|bike|walk|keep|take|have|"
+                    r"switched|moved|changed|stopped|started|joined|relocated)\s+(?P<rest>.+)", re.I | re.S),
          "{verb3} {rest}"),
         (re.compile(rf"^i(?:'m|’m|\s+am)\s+(?P<rest>{_STATE}.*)", re.I | re.S), "Is {rest}"),
         (re.compile(r"^(?:make\s+it|switch\s+(?:it\s+)?to|change\s+(?:it\s+)?to|go\s+with)\s+(?P<rest>.+)",
@@ -359,6 +368,7 @@ def _first_person(sentence: str, language: str) -> str | None:
             "is": groups.get("is", "is").lower(),
             "n": groups.get("n", ""),
             "pre": groups.get("pre", "").lower(),
+            "other": third_person(groups.get("other", "").strip().rstrip(" .!…"), language),
         }
         return template.format(**values)
     return None
@@ -394,6 +404,8 @@ def from_user(sentence: str, *, language: str) -> Directive | None:
     remember = False
     if (tail := _TRAILING_REMEMBER.search(sentence)) and tail.start() > 0:
         sentence, remember = sentence[:tail.start()].strip(), True
+    if (inner := _REMEMBER_AFTER_LEAD.match(sentence)) is not None:
+        sentence, remember = sentence[inner.end():].strip(), True
     standing = False
     if (mid := _STANDING_ANYWHERE.search(sentence)) and mid.start() > 0:
         sentence = _without_reason(sentence)

@@ -160,8 +160,10 @@ _SPACES = re.compile(r"\b(?P<n>\d|two|four|eight|zwei|vier|dos|cuatro|deux|quatr
 _TABS = re.compile(r"\b(?:tabs?|tabulat\w*|tabulaciones)\b", _I)
 _NUMBERS = {"two": "2", "four": "4", "eight": "8", "zwei": "2", "vier": "4", "dos": "2", "cuatro": "4",
             "deux": "2", "quatre": "4"}
-_HOME = re.compile(r"^(?:lives|wohnt|lebt|vive|habite|vit)\s+(?:jetzt\s+|now\s+|ahora\s+|maintenant\s+)?"
-                   r"(?:in|at|en|à|a|au|bei)\s+(?P<value>[^,.;]+)", _I)
+_HOME = re.compile(r"^(?:(?:lives|wohnt|lebt|vive|habite|vit)\s+(?:jetzt\s+|now\s+|ahora\s+|maintenant\s+)?"
+                   r"(?:in|at|en|à|a|au|bei)|(?:has\s+)?(?:moved|relocated)\s+to|ist\s+nach|zog\s+nach|"
+                   r"se\s+mudó\s+a|a\s+déménagé\s+à)\s+(?P<value>[^,.;]+?)(?:\s+(?:last|this|in|now|jetzt|"
+                   r"letzten|el\s+mes)\b.*)?[.!]?\s*$", _I)
 _ADDRESS = re.compile(r"^(?:(?:new|home|current)\s+)?(?:address|adresse|dirección|direccion)\s+(?:is|ist|es|est)\s+"
                       r"(?P<value>.+?)\.?$", _I)
 _OFFICE = re.compile(r"\b(?:office|büro|oficina|bureau)\s+(?:is|ist|está|es|est)\s+(?:now\s+|jetzt\s+)?"
@@ -186,6 +188,13 @@ _ISO = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _CLOCK = re.compile(r"\b\d{1,2}[:.h]\d{2}\b|\b\d{1,2}\s*(?:am|pm)\b", _I)
 _LABELLED = re.compile(r"\b(?P<label>port|version|limit)\s+#?(?P<value>\d[\w.:,-]*\d|\d)\b", _I)
 _HEAD_SKIP = frozenset({"now", "jetzt", "ahora", "maintenant", "still", "also"})
+# A product and its version: "Gradle 8", "Python 3.12", "Postgres 16".
+_VERSIONED = re.compile(r"\b(?P<name>[A-Z][\w+#-]*[a-z][\w+#-]*)\s+v?(?P<version>\d+(?:\.\d+){0,2})"
+                        r"(?!\.?\d)(?![\w:/-])")
+_NOT_A_PRODUCT = frozenset({"port", "version", "limit", "room", "floor", "gate", "seat", "platform", "ticket", "order",
+                            "step", "day", "week", "level", "page", "chapter", "team", "building", "office", "line",
+                            "terminal", "zone", "size", "flight", "account", "case", "contract", "vertrag", "nr",
+                            "no", "number", "tests", "coverage", "rows", "columns", "files", "entries"})
 
 
 def _zone(entry: str) -> str | None:
@@ -263,7 +272,19 @@ def slots(entry: str) -> tuple[Slot, ...]:
             found.append(Slot(f"appointment:{who}", when))
     for match in _LABELLED.finditer(stripped):
         found.append(Slot(f"{match.group('label').lower()}:{_head(stripped, match.group(0))}", match.group("value")))
+    for match in _VERSIONED.finditer(stripped):
+        if match.group("name").lower() in _NOT_A_PRODUCT:
+            continue
+        found.append(Slot(f"version:{match.group('name').lower()}", match.group("version")))
     return tuple(found)
+
+
+def _same_subject(old: str, new: str, old_value: str, new_value: str) -> bool:
+    """The words around a version say the same subject: one entry's key
+    words (without the versions) inside the other's."""
+    left = text.fact_key(old) - {old_value}
+    right = text.fact_key(new) - {new_value}
+    return bool(left) and bool(right) and (left <= right or right <= left)
 
 
 def _canonical(value: str) -> str:
@@ -282,8 +303,11 @@ def supersedes(old: str, new: str) -> str | None:
     old_slots = {slot.attribute: slot for slot in slots(old)}
     for slot in slots(new):
         before = old_slots.get(slot.attribute)
-        if before is not None and before.value != slot.value:
-            return f"both give the {slot.label} ({before.value} → {slot.value})"
+        if before is None or before.value == slot.value:
+            continue
+        if slot.attribute.startswith("version:") and not _same_subject(old, new, before.value, slot.value):
+            continue  # "service A uses Python 3.11" and "service B uses Python 3.12" both stand
+        return f"both give the {slot.label} ({before.value} → {slot.value})"
     excluded = ruled_out(new)
     if not excluded:
         return None
