@@ -73,10 +73,16 @@ def _lingua(text: str) -> tuple[str, float]:
     return best.language.iso_code_639_1.name.lower(), float(best.value)
 
 
-@functools.lru_cache(maxsize=8192)
 def detect(text: str) -> str:
     """The ISO 639-1 code of `text`'s language, or "unknown" when neither
-    lingua nor the function words can tell (too short, no letters)."""
+    lingua nor the function words can tell (too short, no letters). The
+    first 1,000 characters decide: enough for any language, and a pasted
+    log does not cost a run."""
+    return _detect(text[:1000])
+
+
+@functools.lru_cache(maxsize=8192)
+def _detect(text: str) -> str:
     letters = [ch for ch in text if ch.isalpha()]
     if not letters:
         return "unknown"
