@@ -409,9 +409,8 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reas
             )
         else:
             _check_batchable(proposal, batch)
-            acknowledged = _check_personal_data(proposal, bool(acknowledge_personal_data))
             applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment, reason_code=code,
-                                      batch=batch, acknowledged=acknowledged)
+                                      batch=batch, acknowledge=bool(acknowledge_personal_data))
             if applied is None:
                 return proposal
             stale = applied
@@ -445,7 +444,7 @@ def _high_risk_rule(*, proposal: Proposal, reviewer: Any) -> str:
 
 
 def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_code: str = "",
-                    batch: str | None = None, acknowledged: list[str] | None = None) -> errors.StaleProposal | None:
+                    batch: str | None = None, acknowledge: bool = False) -> errors.StaleProposal | None:
     agent = proposal.agent
     file = lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
     current = file.version if file else 0
@@ -465,6 +464,9 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
     check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
     check_safe(proposal.proposed_content)
     check_pii(agent=agent, content=proposal.proposed_content)
+    # After the policy: content the workspace refuses is refused, whatever
+    # the reviewer acknowledges.
+    acknowledged = _check_personal_data(proposal, acknowledge)
     batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
                                      **({"personal_data_acknowledged": acknowledged} if acknowledged else {})}
     if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
