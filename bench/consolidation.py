@@ -242,7 +242,8 @@ def main() -> None:
         print(f"{sessions} sessions ({sessions * args.entries} log entries) in {elapsed:.1f} s: "
               f"{sessions / elapsed:.1f} sessions/s, {queued / elapsed:.1f} runs/s (wall clock)")
         print(f"worker CPU {busy:.1f} s: {sessions / busy:.1f} sessions per CPU-second "
-              f"(target ≥ 40 sessions/s; wall clock adds SQLite commits, broker polling and whatever else the machine runs)")
+              "(target ≥ 40 sessions/s; wall clock adds SQLite commits, broker polling and whatever else "
+              "the machine runs)")
         print(run_checked([python, "-c", LINGUA], env))
         if args.quality:
             quality(env)
