@@ -374,15 +374,7 @@ class HeuristicBackend:
                 continue
             if role == "note" and "user" in item.sources:
                 # The user said otherwise in this run: their word stands.
-                changes.append(Change(
-                    kind="conflict",
-                    file=kind,
-                    summary=f'Contradiction: the agent noted "{new_text}", but the user said "{item.text}"',
-                    reason=f"{why}; the user's own statement is kept and the agent's note is not applied. "
-                    "Check which one is right.",
-                    evidence=(*item.evidence, log_id),
-                    flag="contradiction",
-                ))
+                changes.append(_conflict(kind, new_text, item, why, log_id))
                 return
             before, before_sources = item.text, set(item.sources)
             contradiction = (role == "user" and "note" in before_sources) or (role == "note" and item.age[0] == 0)
@@ -405,16 +397,7 @@ class HeuristicBackend:
             if why is None:
                 continue
             if role == "note" and "user" in item.sources:
-                changes.append(Change(
-                    kind="conflict",
-                    file=kind,
-                    summary=f'Contradiction: the agent noted "{new_text}", but the user said "{item.text}" '
-                    f"({other_kind})",
-                    reason=f"{why}; the user's own statement is kept and the agent's note is not applied. "
-                    "Check which one is right.",
-                    evidence=(*item.evidence, log_id),
-                    flag="contradiction",
-                ))
+                changes.append(_conflict(kind, new_text, item, why, log_id, where=f" ({other_kind})"))
                 return
             contradiction = (role == "user" and "note" in item.sources) or (role == "note" and item.age[0] == 0)
             superseded_elsewhere.append((item, why, contradiction))
@@ -478,6 +461,20 @@ class HeuristicBackend:
                 after=None,
             ))
         return kept
+
+
+def _conflict(kind: str, new_text: str, item: _Item, why: str, log_id: int, where: str = "") -> Change:
+    """The agent's note against what the user said in this run: the user's
+    word stands and the reviewer is told."""
+    return Change(
+        kind="conflict",
+        file=kind,
+        summary=f'Contradiction: the agent noted "{new_text}", but the user said "{item.text}"{where}',
+        reason=f"{why}; the user's own statement is kept and the agent's note is not applied. "
+        "Check which one is right.",
+        evidence=(*item.evidence, log_id),
+        flag="contradiction",
+    )
 
 
 def _unique(refused: list[Refusal]) -> list[Refusal]:
