@@ -177,6 +177,9 @@ class MemoryFileView(AgentAPIView):
     class PendingSerializer(serializers.Serializer):
         proposal = serializers.IntegerField()
         status = serializers.CharField()
+        duplicate = serializers.BooleanField(
+            required=False, help_text="Present (true) when the same change by this agent was already waiting: "
+            "`proposal` names that one, and nothing new was filed.")
 
     @extend_schema(
         operation_id="read_memory",
@@ -380,7 +383,10 @@ class MemorySearchEntryView(AgentAPIView):
 def write_answer(*, file: str, result: services.WriteResult) -> Response:
     """A write's answer, whatever wrote it: 200 applied, 202 pending review."""
     if result.proposal is not None:
-        return Response({"proposal": result.proposal.pk, "status": "pending"}, status=status.HTTP_202_ACCEPTED)
+        pending: dict[str, Any] = {"proposal": result.proposal.pk, "status": "pending"}
+        if result.duplicate:
+            pending["duplicate"] = True
+        return Response(pending, status=status.HTTP_202_ACCEPTED)
     body: dict[str, Any] = {"file": file, "version": result.version, "chars": result.chars}
     if result.warning:
         body["warning"] = result.warning

@@ -122,6 +122,18 @@ def test_a_write_under_review_answers_with_the_proposal_and_serves_nothing(serve
     assert proposal.status == ProposalStatus.PENDING and memory(agent) == ""
 
 
+def test_the_same_write_twice_under_review_names_the_first_proposal(server, agent, key):
+    agent.write_policy = WritePolicy.REVIEW
+    agent.save()
+    call = ("memory_add", {"file": "MEMORY.md", "user": "u1", "text": "Likes tea."})
+    first, again = over_http(server, key, call, call)
+    proposal = Proposal.objects.get(agent=agent)
+    assert first.structured_content == {"proposal": proposal.pk, "status": "pending"}
+    assert not again.is_error
+    assert again.structured_content == {"proposal": proposal.pk, "status": "pending", "duplicate": True}
+    assert f"already waiting for review as proposal #{proposal.pk}" in text_of(again)
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "code", "words"),
     [
