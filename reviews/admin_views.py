@@ -90,9 +90,11 @@ def _vary(response: HttpResponse) -> HttpResponse:
     return response
 
 
-def _error_status(request: HttpRequest) -> int:
-    # htmx 2 does not swap 4xx responses by default; the fragment carries the error.
-    return 200 if request.htmx else 422  # type: ignore[attr-defined]
+def _error_status(request: HttpRequest, status: int) -> int:
+    """The refusal's own status, as every console page and the API answer
+    it (tests/test_parity.py); htmx 2 does not swap 4xx responses by
+    default, so there the fragment carries the error with a 200."""
+    return 200 if request.htmx else status  # type: ignore[attr-defined]
 
 
 # --- home ----------------------------------------------------------------------------
@@ -118,7 +120,7 @@ def agents(request: HttpRequest) -> HttpResponse:
     admin_workspaces = selectors.admin_workspaces(request.user)
     form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.REVIEW,
                             "backend": Backend.HEURISTIC}
-    error = ""
+    error, error_status = "", 200
     template_name = "reviews/admin/agents.html"
     if request.method == "POST":
         form = {k: request.POST.get(k, "") for k in ("slug", "name", "workspace", "strategy", "write_policy",
@@ -143,7 +145,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         except errors.PermissionDenied as exc:
             raise _forbidden(exc) from exc
         except errors.DomainError as exc:
-            error = exc.detail
+            error, error_status = exc.detail, exc.status
         else:
             messages.success(request, f"Agent {agent.slug} created.")
             url = reverse("agent", args=[agent.slug])
@@ -166,7 +168,7 @@ def agents(request: HttpRequest) -> HttpResponse:
             "write_policies": WritePolicy.choices,
             "backends": Backend.choices,
         },
-        status=_error_status(request) if error else 200,
+        status=_error_status(request, error_status) if error else 200,
     )
 
 
@@ -239,7 +241,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         action, "keys"
     )
     overrides: dict[str, Any] = {}
-    error = ""
+    error, error_status = "", 200
     notice: str = ""
     try:
         if action == "persona":
@@ -334,7 +336,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     except errors.NotFound as exc:
         raise Http404(exc.detail) from exc
     except errors.DomainError as exc:
-        error = exc.detail
+        error, error_status = exc.detail, exc.status
         overrides.setdefault("errors", {fragment: error})
 
     if not error and not request.htmx:  # type: ignore[attr-defined]
@@ -348,7 +350,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     template = "reviews/admin/agent.html"
     if request.htmx:  # type: ignore[attr-defined]
         template += f"#{fragment}"
-    return TemplateResponse(request, template, ctx, status=_error_status(request) if error else 200)
+    return TemplateResponse(request, template, ctx, status=_error_status(request, error_status) if error else 200)
 
 
 # --- context preview -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Field
 
 from memoryhub import errors
 from memoryhub.models import (
@@ -282,7 +282,9 @@ def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, Any]:
     the model's defaults under the workspace's default write policy."""
     defaults: dict[str, Any] = {}
     for field in fields:
-        value = Agent._meta.get_field(field).get_default()
+        model_field = Agent._meta.get_field(field)
+        assert isinstance(model_field, Field)
+        value = model_field.get_default()
         defaults[field] = AGENT_SETTINGS[field].clean(value, field) if value not in ("", None) else value
     if "write_policy" in defaults:
         defaults["write_policy"] = workspace.default_write_policy

@@ -219,7 +219,8 @@ def test_an_htmx_create_redirects_the_client_and_errors_render_inline(agent, adm
     body = duplicate.content.decode()
     assert "already exists" in body and body.lstrip().startswith('<section id="create-agent"')
     plain = client.post("/agents/", {**form, "slug": "bad slug!"})
-    assert plain.status_code == 422 and "not a valid agent slug" in plain.content.decode()
+    # The refusal's own status (400 invalid), as the API and every other console page answer it.
+    assert plain.status_code == 400 and "not a valid agent slug" in plain.content.decode()
     assert Agent.objects.filter(slug__in=["writer"]).count() == 1
 
 
@@ -349,7 +350,7 @@ def test_a_policy_that_weakens_the_gate_waits_for_a_second_admin(agent, admin):
 ])
 def test_invalid_policies_are_refused_inline(agent, admin, change, message):
     response = login(admin).post(f"/agents/{agent.slug}/", policy_form(agent, **change))
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert message in response.content.decode()
     assert not AuditEvent.objects.filter(action="agent.settings").exists()
 
