@@ -490,6 +490,62 @@ def test_the_audit_log_exports_the_filtered_set_as_json(events, auditor):
     assert json.loads(b"".join(empty.streaming_content)) == []
 
 
+@pytest.fixture
+def subject_events(agent, admin):
+    services.record_event(action="memory.write", agent=agent, user_ref="cust-1042", target=agent,
+                          summary="helper wrote MEMORY.md v3", details={"reason": "Travel notice for Lisbon"})
+    services.record_event(action="memory.write", agent=agent, user_ref="cust-7", target=agent,
+                          summary="helper wrote USER.md v1", details={"reason": "Prefers email"})
+    services.record_event(action="memory.note", agent=agent, user_ref="cust-1042", target=agent,
+                          summary="consolidation proposed a change to USER.md", details={"kind": "USER.md"})
+
+
+def test_the_audit_log_filters_by_end_user_and_free_text(subject_events, auditor):
+    client = login(auditor)
+    page = client.get("/audit/?user=cust-1042").content.decode()
+    assert "2 events" in page and "MEMORY.md v3" in page and "proposed a change" in page
+    assert "USER.md v1" not in page  # cust-7's
+    # Exact reference: cust-10 is somebody else, not a prefix of cust-1042.
+    assert "No events match." in client.get("/audit/?user=cust-10").content.decode()
+    # Free text, whatever the case, in the summary or in the details.
+    assert "1 event " in client.get("/audit/?q=LISBON").content.decode()
+    both = client.get("/audit/?q=usER.md").content.decode()
+    assert "USER.md v1" in both and "proposed a change" in both and "MEMORY.md v3" not in both
+    combined = client.get("/audit/?user=cust-1042&q=user.md").content.decode()
+    assert "1 event " in combined and "proposed a change" in combined
+    # The export carries the same filters.
+    response = client.get("/audit/?user=cust-1042&q=lisbon&format=json")
+    assert [e["summary"] for e in json.loads(b"".join(response.streaming_content))] == ["helper wrote MEMORY.md v3"]
+    rows = list(csv.DictReader(io.StringIO(b"".join(client.get("/audit/?user=cust-7&format=csv")
+                                                     .streaming_content).decode())))
+    assert [r["user_ref"] for r in rows] == ["cust-7"]
+
+
+def test_a_parameter_the_audit_log_does_not_understand_is_named_not_ignored(subject_events, auditor):
+    client = login(auditor)
+    page = client.get("/audit/?usr=cust-1042&date_to=soon").content.decode()
+    assert 'role="alert"' in page and "Part of this search was not understood" in page
+    assert "&#x27;usr&#x27; is not a filter here" in page and "must be a date" in page
+    assert "3 events" in page and "fix the search first" in page and "format=csv" not in page
+    fragment = client.get("/audit/?agent_slug=helper", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="results"') and "agent_slug" in fragment
+    assert "format must be csv or json" in client.get("/audit/?format=xml").content.decode()
+    assert "user reference must be" in client.get("/audit/?user=%E2%80%8B").content.decode().lower()
+
+
+@pytest.mark.parametrize("query, code, field", [
+    ("usr=cust-1042", "unknown_parameter", "usr"),
+    ("date_from=yesterday", "invalid", "date_from"),
+    ("user=" + "x" * 300, "invalid", "user"),
+])
+def test_an_export_with_a_parameter_it_does_not_understand_is_refused(subject_events, auditor, query, code, field):
+    for fmt in ("csv", "json"):
+        response = login(auditor).get(f"/audit/?{query}&format={fmt}")
+        assert response.status_code == 400 and response["Content-Type"] == "application/json"
+        error = response.json()["error"]
+        assert (error["code"], error["field"]) == (code, field) and error["detail"]
+
+
 def test_home_sends_auditors_to_the_audit_log_and_others_to_the_queue(agent, auditor, reviewer):
     assert login(auditor).get("/home/")["Location"] == "/audit/"
     assert login(reviewer).get("/home/")["Location"] == "/"
