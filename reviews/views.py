@@ -248,6 +248,8 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             "direct_named": direct[:DIRECT_NAMED],
             "direct_more": max(0, len(direct) - DIRECT_NAMED),
             "queue_query": queue_filter_query(request),
+            # Shown on the collapsed filter box, so a filtered queue says so.
+            "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
         },
     ))
 

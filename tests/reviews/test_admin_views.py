@@ -290,6 +290,17 @@ def test_an_admin_replaces_the_tool_registry_from_json(agent, admin):
     assert not ToolSetting.objects.filter(agent=agent).exists()
 
 
+def test_tool_schemas_show_as_the_json_the_edit_box_takes(agent, admin):
+    ToolSetting.objects.create(agent=agent, name="lookup", description="Finds an order.",
+                               parameters={"type": "object", "properties": {"id": {"type": "string"}},
+                                           "required": ["id"], "additionalProperties": False})
+    html = login(admin).get(f"/agents/{agent.slug}/").content.decode()
+    shown = html[html.index("<summary>schema</summary>"):]
+    shown = shown[shown.index("<pre"):shown.index("</pre>")]
+    assert "&quot;additionalProperties&quot;: false" in shown and "&quot;required&quot;: [" in shown
+    assert "False" not in shown and "&#x27;" not in shown  # not Python's repr
+
+
 @pytest.mark.parametrize("raw, message", [
     ("[{", "not valid JSON"),
     ('[{"name": "bad name"}]', "tools[0].name"),
