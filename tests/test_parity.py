@@ -667,7 +667,7 @@ def test_every_entry_point_obeys_the_same_rules(case: Case, entry: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def mcp_server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
+def mcp_server(django_db_setup: Any) -> Iterator[str]:
     with asgi_server() as url:
         MCP_URL[:] = [url]
         yield url
