@@ -351,7 +351,8 @@ def test_it_tombstones_reasons_comments_and_every_other_text_that_names_the_user
     from datetime import timedelta
 
     from axes.models import AccessAttempt
-    from django.contrib.admin.models import CHANGE, LogEntry as AdminLogEntry
+    from django.contrib.admin.models import CHANGE
+    from django.contrib.admin.models import LogEntry as AdminLogEntry
     from django.contrib.contenttypes.models import ContentType
     from django.utils import timezone
 
