@@ -366,8 +366,9 @@ def _apply_changes(sweep: Sweep, scope: Scope, rows: QuerySet[Any]) -> int:
 
 def _cached_answers(scope: Scope) -> QuerySet[Any]:
     """Replayable API answers (Idempotency-Key records) of the workspace's
-    agents and staff whose answer, headers or key name the subject: a
-    session's context, a write's echo, a Location with ?user=."""
+    agents and staff about the subject (recorded under their reference), or
+    whose answer, headers or key name them: a session's context, a write's
+    echo, a Location with ?user=."""
     principals = [f"agent:{pk}" for pk in scope.agent_ids]
     principals += [f"user:{pk}" for pk in scope.workspace.memberships.values_list("user_id", flat=True)]
     records = with_json_text(_model("memoryhub.IdempotencyRecord").objects.filter(principal__in=principals),
@@ -377,6 +378,7 @@ def _cached_answers(scope: Scope) -> QuerySet[Any]:
         query |= Q(_text_body__contains=needle) | Q(_text_headers__contains=needle)
     found = [r.pk for r in records.filter(query).only("id", "key", "body", "headers")
              if scope.holds([r.key, r.body, r.headers])]
+    found += records.filter(user_ref=scope.user_ref).values_list("pk", flat=True)
     return _model("memoryhub.IdempotencyRecord").objects.filter(pk__in=found)
 
 
@@ -431,7 +433,8 @@ register(
           {"user_ref": PSEUDONYM, "summary": REPLACED, "reason": TOMBSTONE, "decision_comment": TOMBSTONE},
           _changes, "changes", apply=_apply_changes),
     Sweep("memoryhub.IdempotencyRecord",
-          {"principal": DELETED, "key": DELETED, "request_hash": DELETED, "body": DELETED, "headers": DELETED},
+          {"principal": DELETED, "key": DELETED, "request_hash": DELETED, "user_ref": DELETED, "body": DELETED,
+           "headers": DELETED},
           _cached_answers, "cached_answers"),
     Sweep("admin.LogEntry", {"object_repr": REPLACED, "change_message": REPLACED}, _admin_log, "admin_log"),
     *(Sweep(label, {c: DELETED for c in (*_AXES_TEXT, *extra)}, _throttle(label, *extra), "login_throttle")
