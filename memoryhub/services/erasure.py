@@ -14,11 +14,21 @@ every trace of end user U across every agent of the workspace is erased:
   first so a tombstone is never approved into service;
 - their sessions end and lose their frozen contexts (the snapshot keeps
   only version numbers); consolidation runs and pairs, other governance
-  changes and audit events about them keep their rows under the pseudonym,
-  with error texts, summaries naming U and event details tombstoned;
+  changes and audit events about them — in the workspace or recorded under
+  none — keep their rows under the pseudonym, with error texts, reasons,
+  comments, summaries naming U and event details tombstoned;
 - cached contexts and replayable API answers (Idempotency-Key records)
-  that held their text are dropped; SQLite's search index is merged and,
-  after commit, the file is VACUUMed and its WAL truncated.
+  about them are dropped, and so are sign-in throttle rows naming them;
+  SQLite's search index is merged and, after commit, the file is VACUUMed
+  and its WAL truncated.
+
+Which columns of which tables hold or name U, and what each becomes, is
+one table: services.sweep (tests/memoryhub/test_sweep.py fails for a
+column that is neither swept nor declared subject-free). Before a second
+admin sees it, the request counts what would be erased (`preview_erasure`)
+and refuses a reference nothing names (NothingToErase): a mistyped one
+would otherwise be "erased" while the real user's data stays. The
+approval counts again and refuses the same way.
 
 The subject is named nowhere in clear afterwards: the erasure record, the
 change and the audit events carry `subject_hash`, an HMAC-SHA256 of the
