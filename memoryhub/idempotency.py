@@ -73,7 +73,23 @@ def _key(request: Request) -> str | None:
     return key
 
 
-def _claim(principal: str, key: str, digest: str) -> IdempotencyRecord | None:
+def _subject(request: Request, kwargs: dict[str, Any]) -> str:
+    """The end user a request is about: `?user=`, the body's `user`, or the
+    session in its path (the API names users no other way)."""
+    data = request.data if isinstance(request.data, dict) else {}
+    for value in (request.query_params.get("user"), data.get("user")):
+        if isinstance(value, str) and value:
+            return value[:255]
+    session_id = kwargs.get("session_id")
+    if session_id is not None:
+        from memoryhub.models import AgentSession
+
+        found = AgentSession.objects.filter(pk=session_id).values_list("user_ref", flat=True).first()
+        return found or ""
+    return ""
+
+
+def _claim(principal: str, key: str, digest: str, user_ref: str = "") -> IdempotencyRecord | None:
     """Claim the key (None), or return the record of the first request."""
     now = timezone.now()
     expires_at = now + timedelta(seconds=settings.MEMORYHUB_IDEMPOTENCY_TTL_SECONDS)
@@ -81,7 +97,7 @@ def _claim(principal: str, key: str, digest: str) -> IdempotencyRecord | None:
         try:
             with transaction.atomic():
                 IdempotencyRecord.objects.create(principal=principal, key=key, request_hash=digest,
-                                                 expires_at=expires_at)
+                                                 user_ref=user_ref, expires_at=expires_at)
             return None
         except IntegrityError:
             # Waited for the first request's transaction; its answer is stored.
@@ -107,7 +123,7 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
             return handler(view, request, *args, **kwargs)
         principal, digest = _principal(request), _digest(request)
         with transaction.atomic():
-            existing = _claim(principal, key, digest)
+            existing = _claim(principal, key, digest, _subject(request, kwargs))
             if existing is not None:
                 if existing.request_hash != digest:
                     raise errors.IdempotencyKeyReused(
