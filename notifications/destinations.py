@@ -175,13 +175,13 @@ def check_address(address: Address | str) -> Refusal | None:
     """None when the address is public; otherwise which range it is in."""
     ip = ipaddress.ip_address(address.split("%", 1)[0]) if isinstance(address, str) else address
     if isinstance(ip, ipaddress.IPv6Address):
-        for network, label, shift in EMBEDDING:
-            if ip in network:
+        for carrier, label, shift in EMBEDDING:
+            if ip in carrier:
                 inner = ipaddress.IPv4Address((int(ip) >> shift) & 0xFFFFFFFF)
                 found = check_address(inner)
                 if found is not None:
                     return Refusal(address=found.address, network=found.network, label=found.label,
-                                   via=f"{label}, {network}")
+                                   via=f"{label}, {carrier}")
                 return None
     for network, label in RANGES:
         if ip.version == network.version and ip in network:
