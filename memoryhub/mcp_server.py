@@ -161,8 +161,23 @@ def _as_result(answer: ToolAnswer) -> types.CallToolResult:
                                 structured_content=answer.data)
 
 
+# The services' sentences name the REST API's query parameters; a tool's
+# caller knows only the tool's arguments (memoryhub.tool_schemas).
+REST_TO_TOOL_FIELDS = {"q": "query"}
+REST_TO_TOOL_WORDS = (("as ?q=…", "as `query`"), ("pass ?user=<user_ref>", "pass `user`"))
+
+
+def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    for rest, tool in REST_TO_TOOL_WORDS:
+        detail = detail.replace(rest, tool)
+    if extra.get("field") in REST_TO_TOOL_FIELDS:
+        extra = {**extra, "field": REST_TO_TOOL_FIELDS[extra["field"]]}
+    return detail, extra
+
+
 def _as_error(code: str, detail: str, extra: dict[str, Any] | None = None) -> types.CallToolResult:
-    body = {"code": code, "detail": detail, **(extra or {})}
+    detail, extra = _in_tool_words(detail, extra or {})
+    body = {"code": code, "detail": detail, **extra}
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{code}: {detail}")],
                                 structured_content={"error": body}, is_error=True)
 
