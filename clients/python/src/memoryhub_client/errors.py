@@ -89,15 +89,19 @@ class SessionExpired(MemoryHubError):
     code = "session_expired"
 
 
-class Throttled(MemoryHubError):
-    """Still throttled after the client's retries."""
-
-    code = "throttled"
+class _RetryAfter(MemoryHubError):
+    """A refusal that names when to come back (the body's `retry_after`)."""
 
     @property
     def retry_after(self) -> float | None:
         value = self.extra.get("retry_after")
         return float(value) if isinstance(value, int | float) else None
+
+
+class Throttled(_RetryAfter):
+    """Still throttled after the client's retries."""
+
+    code = "throttled"
 
 
 class ServerError(MemoryHubError):
@@ -106,17 +110,12 @@ class ServerError(MemoryHubError):
     code = "server_error"
 
 
-class Unavailable(ServerError):
+class Unavailable(_RetryAfter, ServerError):
     """503: the server's database is down or too slow right now; nothing
     was changed. Raised once the client's retries after Retry-After are
     spent."""
 
     code = "unavailable"
-
-    @property
-    def retry_after(self) -> float | None:
-        value = self.extra.get("retry_after")
-        return float(value) if isinstance(value, int | float) else None
 
 
 class ConnectionFailed(MemoryHubError):
