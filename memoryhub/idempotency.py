@@ -1,4 +1,5 @@
-"""`Idempotency-Key` for API POSTs that create things.
+"""`Idempotency-Key` for API writes: POSTs that create things, and the
+memory writes (PUT of a file, POST/PATCH/DELETE of an entry).
 
 A client that does not know whether its POST arrived (a timeout, a dropped
 connection) sends it again with the same key and gets the first answer,
@@ -114,7 +115,7 @@ def _replay(record: IdempotencyRecord) -> Response:
 
 
 def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
-    """Decorate an APIView's `post` that creates something."""
+    """Decorate an APIView's handler that creates or changes something."""
 
     @functools.wraps(handler)
     def wrapper(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:

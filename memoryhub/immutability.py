@@ -620,6 +620,23 @@ def open_seed_window(connection: Any, note: str) -> bool:
     return True
 
 
+def database_is_empty(connection: Any) -> bool:
+    """The condition under which the database accepts a seeding window."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT CASE WHEN {_EMPTY} THEN 1 ELSE 0 END")
+        return bool(cursor.fetchone()[0])
+
+
+def may_open_seed_window(connection: Any) -> bool:
+    """Whether the connected role may insert the window row at all: on
+    PostgreSQL only the tables' owner may (memoryhub.db_roles)."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT has_table_privilege(current_user, %s, 'INSERT')", [SEED_WINDOW])
+        return bool(cursor.fetchone()[0])
+
+
 def close_seed_window(connection: Any) -> None:
     now = "clock_timestamp()" if connection.vendor == "postgresql" else "strftime('%Y-%m-%d %H:%M:%f', 'now')"
     with connection.cursor() as cursor:
