@@ -67,14 +67,14 @@ SEED = r"""
 import sys
 import django
 django.setup()
-from memoryhub import services, staff
+from memoryhub import services
 from memoryhub.models import Workspace
 
 pairs, sessions, entries = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 template = SESSION_PLACEHOLDER
 projects = PROJECTS_PLACEHOLDER
 workspace, _ = Workspace.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
-agents = [staff.create_agent(workspace=workspace, slug=f"bench-{i}", name=f"Bench {i}")
+agents = [services.create_agent(workspace=workspace, slug=f"bench-{i}", name=f"Bench {i}", actor=services.SYSTEM)
           for i in range(pairs // 10 or 1)]
 for p in range(pairs):
     agent = agents[p % len(agents)]

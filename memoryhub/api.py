@@ -246,6 +246,7 @@ class MemoryFileView(AgentAPIView):
             FILE_PARAM,
             USER_PARAM,
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='Expected version, e.g. "3".'),
+            idempotency.PARAMETER,
         ],
         request=InputSerializer,
         responses={
@@ -254,6 +255,7 @@ class MemoryFileView(AgentAPIView):
             **error_responses(400, 401, 403, 404, 412, 422, 429),
         },
     )
+    @idempotency.idempotent
     def put(self, request: Request, file: str) -> Response:
         data = parse_input(self.InputSerializer, request.data)
         result = services.write_memory(
@@ -436,6 +438,7 @@ _ENTRY_PARAMS = [
     FILE_PARAM,
     USER_PARAM,
     OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='Expected version, e.g. "3".'),
+    idempotency.PARAMETER,
 ]
 _ENTRY_RESPONSES = {
     200: MemoryFileView.WrittenSerializer,
@@ -474,6 +477,7 @@ class MemoryEntriesView(AgentAPIView):
 
     @extend_schema(operation_id="add_memory_entry", parameters=_ENTRY_PARAMS, request=AddSerializer,
                    responses=_ENTRY_RESPONSES)
+    @idempotency.idempotent
     def post(self, request: Request, file: str) -> Response:
         data = parse_body(self.AddSerializer, request)
         result = services.add_entry(**self.target(request, file), text=data["text"], reason=data["reason"])
@@ -481,6 +485,7 @@ class MemoryEntriesView(AgentAPIView):
 
     @extend_schema(operation_id="replace_memory_entry", parameters=_ENTRY_PARAMS, request=ReplaceSerializer,
                    responses=_ENTRY_RESPONSES)
+    @idempotency.idempotent
     def patch(self, request: Request, file: str) -> Response:
         data = parse_body(self.ReplaceSerializer, request)
         result = services.replace_entry(**self.target(request, file), old_text=data["old_text"],
@@ -489,6 +494,7 @@ class MemoryEntriesView(AgentAPIView):
 
     @extend_schema(operation_id="remove_memory_entry", parameters=_ENTRY_PARAMS, request=RemoveSerializer,
                    responses=_ENTRY_RESPONSES)
+    @idempotency.idempotent
     def delete(self, request: Request, file: str) -> Response:
         data = parse_body(self.RemoveSerializer, request)
         result = services.remove_entry(**self.target(request, file), old_text=data["old_text"],

@@ -753,6 +753,9 @@ class IdempotencyRecord(models.Model):
     principal = models.CharField(max_length=64)
     key = models.CharField(max_length=255)
     request_hash = models.CharField(max_length=64)
+    # The end user the request was about (its ?user=, body `user` or
+    # session), so an erasure drops the answer whatever it says.
+    user_ref = models.CharField(max_length=255, blank=True, default="")
     status_code = models.PositiveSmallIntegerField(default=0)
     body = models.JSONField(null=True, blank=True)
     headers = models.JSONField(default=dict, blank=True)

@@ -574,7 +574,7 @@ class AgentDetailView(StaffAPIView):
 
 
 def change_detail(change: Change) -> dict[str, Any]:
-    return {
+    detail = {
         "id": change.pk,
         "workspace": change.workspace.slug,
         "kind": change.kind,
@@ -592,6 +592,9 @@ def change_detail(change: Change) -> dict[str, Any]:
         "decision_comment": change.decision_comment,
         "result": change.result,
     }
+    if counts := services.pending_counts(change):
+        detail["would_erase"] = counts
+    return detail
 
 
 class ChangeSerializer(serializers.Serializer):
@@ -614,6 +617,8 @@ class ChangeSerializer(serializers.Serializer):
     erased = serializers.DictField(child=serializers.IntegerField(), required=False,
                                    help_text="An approved erasure: how many files, versions, log entries and "
                                    "proposals of the subject were erased.")
+    would_erase = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                        help_text="A pending erasure: what it would erase, counted now, per kind.")
 
 
 class ChangeListView(StaffAPIView):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import date, timedelta
 from typing import Any, TypeVar, cast
 
@@ -643,6 +644,9 @@ class ChangeRow:
     can_decide: bool
     can_withdraw: bool
     file_url: str
+    # A pending erasure: (kind, count) of what it would erase, counted now.
+    would_erase: list[tuple[str, int]] = dataclass_field(default_factory=list)
+
 
 
 def _payload_lines(change: Change) -> list[tuple[str, str, str]]:
@@ -677,6 +681,7 @@ def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> l
             can_withdraw=pending and mine,
             file_url=_file_url("file-history", change.agent.slug, change.file_kind, change.user_ref)
             if change.agent and change.file_kind else "",
+            would_erase=services.count_lines(services.pending_counts(change)) if pending else [],
         ))
     return rows
 

@@ -66,9 +66,14 @@ from memoryhub.services.credentials import (
 )
 from memoryhub.services.entries import ENTRY_MAX, add_entry, remove_entry, replace_entry
 from memoryhub.services.erasure import (
+    COUNT_LABELS,
     ERASE_ROLES,
+    NothingToErase,
+    count_lines,
     erasure_records,
+    pending_counts,
     pending_erasures,
+    preview_erasure,
     request_erasure,
     subject_hash,
 )
@@ -181,7 +186,8 @@ __all__ = [
 ]
 __all__ += ["AGENT_FORMAT", "AGENT_FORMAT_VERSION", "export_agent", "import_agent"]
 __all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]
-__all__ += ["ERASE_ROLES", "erasure_records", "pending_erasures", "request_erasure", "subject_hash",
+__all__ += ["COUNT_LABELS", "ERASE_ROLES", "NothingToErase", "count_lines", "erasure_records", "pending_counts",
+            "pending_erasures", "preview_erasure", "request_erasure", "subject_hash",
             "redact_expired_logs", "retention_status"]
 __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
             "unclaim_proposal"]

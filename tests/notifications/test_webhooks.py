@@ -151,7 +151,7 @@ def test_a_delivery_is_refused_when_the_host_resolves_to_a_private_address(setti
         attempt = notify.attempt_delivery(delivery_id=WebhookDelivery.objects.get().pk)
         assert receiver.received == []
     assert attempt is not None and attempt.status == DeliveryStatus.FAILED
-    assert "private" in WebhookDelivery.objects.get().last_error
+    assert "is a local name; webhooks go only to public addresses" in WebhookDelivery.objects.get().last_error
 
 
 # --- deliveries ------------------------------------------------------------------------------
