@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0012_review_workflow'),
+        ('memoryhub', '0013_idempotency_subject'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
