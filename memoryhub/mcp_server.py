@@ -102,6 +102,12 @@ def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
 
 def _written(agent: Agent, kind: str, result: services.WriteResult, done: str) -> ToolAnswer:
     if result.proposal is not None:
+        if result.duplicate:
+            return ToolAnswer(
+                f"The same change is already waiting for review as proposal #{result.proposal.pk} (pending); "
+                "nothing new was filed. Nothing is served until a person approves it.",
+                {"proposal": result.proposal.pk, "status": "pending", "duplicate": True},
+            )
         return ToolAnswer(
             f"Sent for review as proposal #{result.proposal.pk} (pending): nothing is served until a person "
             "approves it.",

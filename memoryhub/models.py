@@ -645,6 +645,9 @@ class AuditEvent(RedactableMixin, models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The audit log filtered by one end user (and an erasure finding
+        # the rows that name them), newest first.
+        indexes = [models.Index(fields=["user_ref", "-created_at"], name="audit_user_created")]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.action} {self.target_type}:{self.target_id}"

@@ -352,6 +352,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # A PATCH body is documented as its serializer declares it: the entry
+    # replace route needs old_text and new_text (every field of the agent
+    # settings PATCH is optional by declaration), not "all optional".
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         # The serializers' value lists (labels equal to values), so every
         # status of the model belongs here, or the names collide.

@@ -249,6 +249,8 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             "direct_named": direct[:DIRECT_NAMED],
             "direct_more": max(0, len(direct) - DIRECT_NAMED),
             "queue_query": queue_filter_query(request),
+            # Shown on the collapsed filter box, so a filtered queue says so.
+            "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
         },
     ))
 
@@ -596,12 +598,19 @@ def file_blame(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     # (not every id of its run): consolidation keeps evidence per entry.
     per_entry = {row.version: evidence_by_entry(row.proposal.rationale if row.proposal_id else [], file=file)
                  for row in rows}
-    blamed = diffs.blame([(row.version, row.content) for row in rows])
-    cited = [per_entry[line.origin].get(line_entry(line.text), []) if line_entry(line.text) else []
+    # An approved rollback is credited like a revert: its lines are its own
+    # (who asked, who approved), each still naming the version that wrote it.
+    rollbacks = {row.version: row.proposal.rollback_to for row in rows
+                 if row.source == Source.ROLLBACK and row.proposal_id and row.proposal.rollback_to}
+    blamed = diffs.blame([(row.version, row.content) for row in rows], rollbacks)
+    # Evidence belongs to the version that wrote the entry, not to a rollback.
+    cited = [per_entry[line.written or line.origin].get(line_entry(line.text), []) if line_entry(line.text) else []
              for line in blamed]
     found = selectors.evidence(agent, user_ref, {i for ids in cited for i in ids})
     lines = [
         {"line": line, "row": by_version[line.origin], "author": history_author(by_version[line.origin]),
+         "written": by_version[line.written] if line.written else None,
+         "written_by": history_author(by_version[line.written]) if line.written else "",
          "evidence": [found[i] for i in ids if i in found]}
         for line, ids in zip(blamed, cited, strict=True)
     ]

@@ -33,6 +33,7 @@ from memoryhub.services.agents import (
     AGENT_SETTINGS,
     POLICY_FIELDS,
     WORKSPACE_SETTINGS,
+    NeedsRequester,
     SettingsUpdate,
     create_agent,
     ensure_workspace,
@@ -164,7 +165,8 @@ from memoryhub.services.tools import (
 __all__ = [
     "ADMIN_ROLES", "AGENT_KEY_PREFIX", "AGENT_SETTINGS", "ENTRY_MAX", "MAX_LOG_BATCH", "MAX_LOG_ENTRY_CHARS",
     "MAX_LOG_REQUEST_CHARS", "MAX_TOOLS", "POLICY_FIELDS", "READ_ROLES", "REVIEW_ROLES", "SOFT_LIMIT_CEILING",
-    "STAFF_TOKEN_PREFIX", "SYSTEM", "TOOL_DESCRIPTION_MAX", "WORKSPACE_SETTINGS", "FileView", "SettingsUpdate",
+    "STAFF_TOKEN_PREFIX", "SYSTEM", "TOOL_DESCRIPTION_MAX", "WORKSPACE_SETTINGS", "FileView", "NeedsRequester",
+    "SettingsUpdate",
     "StaleChange", "WriteResult", "add_entry", "agent_for_key", "append_log", "approve_change", "approve_proposal",
     "authors_of", "can_review", "check_limit", "check_safe", "compress_warning", "create_agent",
     "deactivate_user", "edit_memory", "end_session", "ensure_staff_user", "ensure_workspace", "file_versions",

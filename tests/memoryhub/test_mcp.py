@@ -122,6 +122,18 @@ def test_a_write_under_review_answers_with_the_proposal_and_serves_nothing(serve
     assert proposal.status == ProposalStatus.PENDING and memory(agent) == ""
 
 
+def test_the_same_write_twice_under_review_names_the_first_proposal(server, agent, key):
+    agent.write_policy = WritePolicy.REVIEW
+    agent.save()
+    call = ("memory_add", {"file": "MEMORY.md", "user": "u1", "text": "Likes tea."})
+    first, again = over_http(server, key, call, call)
+    proposal = Proposal.objects.get(agent=agent)
+    assert first.structured_content == {"proposal": proposal.pk, "status": "pending"}
+    assert not again.is_error
+    assert again.structured_content == {"proposal": proposal.pk, "status": "pending", "duplicate": True}
+    assert f"already waiting for review as proposal #{proposal.pk}" in text_of(again)
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "code", "words"),
     [
@@ -151,6 +163,48 @@ def test_bad_calls_are_tool_errors_naming_the_problem_and_store_nothing(server, 
     assert "?q=" not in text_of(result) and "?user=" not in text_of(result)
     assert result.structured_content["error"].get("field") != "q"
     assert MemoryFile.history.filter(agent=agent).count() == 1 and not Proposal.objects.exists()
+
+
+# Required arguments of each tool that make a working call on the seeded
+# SOUL.md ("- first 0" … "- first 9"); n keeps the two calls of a pair apart.
+WORKING = {
+    "memory_view": lambda n: {"file": "SOUL.md"},
+    "memory_search": lambda n: {"query": "first"},
+    "memory_add": lambda n: {"file": "SOUL.md", "text": f"Added {n}."},
+    "memory_replace": lambda n: {"file": "SOUL.md", "old_text": f"first {n}", "new_text": f"Replaced {n}."},
+    "memory_remove": lambda n: {"file": "SOUL.md", "old_text": f"first {n}"},
+}
+OPTIONAL = [(tool.name, name) for tool in tool_schemas.TOOLS for name in tool.parameters["properties"]
+            if name not in tool.parameters["required"]]
+
+
+def _outcome(result: Any) -> tuple[bool, Any]:
+    data = result.structured_content or {}
+    return result.is_error, data if result.is_error else sorted(data)
+
+
+def test_null_is_the_same_as_leaving_an_optional_argument_out(server, agent, key):
+    """Models in strict mode send every property, `null` for the unused
+    ones. Generated from the published schemas: every optional argument of
+    every tool, sent as null and left out, answers alike."""
+    assert set(WORKING) == set(tool_schemas.BY_NAME) and len(OPTIONAL) >= 9
+    services.write_memory(agent=agent, kind="SOUL.md", content="".join(f"- first {n}\n" for n in range(10)))
+    calls = []
+    for n, (tool, name) in enumerate(OPTIONAL):
+        # Distinct entries per call: a write must not find its pair's work done.
+        calls.append((tool, {**WORKING[tool](2 * (n % 5)), name: None}))
+        calls.append((tool, WORKING[tool](2 * (n % 5) + 1)))
+    results = over_http(server, key, *calls)
+    for (tool, name), null, absent in zip(OPTIONAL, results[::2], results[1::2], strict=True):
+        assert _outcome(null) == _outcome(absent), f"{tool}({name}=null): {text_of(null)}"
+        assert not absent.is_error, f"{tool} without {name}: {text_of(absent)}"
+
+
+def test_a_null_required_or_unknown_argument_is_still_refused(server, agent, key):
+    required, unknown = over_http(server, key, ("memory_add", {"file": "SOUL.md", "text": None}),
+                                  ("memory_view", {"file": "SOUL.md", "colour": None}))
+    assert required.is_error and "`text` must be a string" in text_of(required)
+    assert unknown.is_error and "has no argument `colour`" in text_of(unknown)
 
 
 def test_each_key_reaches_only_its_own_agents_memory(server, agent, key):
