@@ -47,7 +47,6 @@ from memoryhub.scanning.directives import (
     AccessPlantingRule,
     AgentDirectiveRule,
     CommandAndControlRule,
-    PromptDisclosureRule,
 )
 from memoryhub.scanning.exfiltration import (
     ConversationForwardingRule,
@@ -58,8 +57,6 @@ from memoryhub.scanning.injection import (
     ConcealmentRule,
     FakeRoleMarkerRule,
     HiddenInstructionRule,
-    InstructionOverrideRule,
-    RoleHijackRule,
 )
 from memoryhub.scanning.secrets import (
     ApiKeyRule,
@@ -72,6 +69,12 @@ from memoryhub.scanning.secrets import (
     SecretRule,
     UrlCredentialsRule,
     secret_spans,
+)
+from memoryhub.scanning.structure import (
+    InjectedInstructionRule,
+    InstructionOverrideRule,
+    PromptDisclosureRule,
+    RoleHijackRule,
 )
 from memoryhub.scanning.unicode import BidiUnicodeRule, InvisibleUnicodeRule
 
@@ -96,6 +99,7 @@ __all__ = (
     "Finding",
     "HiddenInstructionRule",
     "HighEntropyStringRule",
+    "InjectedInstructionRule",
     "InstructionOverrideRule",
     "InvisibleUnicodeRule",
     "JwtRule",
@@ -141,6 +145,7 @@ RULES: tuple[Rule, ...] = (
     FakeRoleMarkerRule(),
     InstructionOverrideRule(),
     RoleHijackRule(),
+    InjectedInstructionRule(),
     ConcealmentRule(),
     HiddenInstructionRule(),
     AgentDirectiveRule(),
@@ -372,7 +377,16 @@ def redact_secrets(text: str) -> Redaction:
 
 # --- the version's fingerprint -----------------------------------------------------------------
 
-_RULE_SOURCES = ("base.py", "directives.py", "exfiltration.py", "injection.py", "pii.py", "secrets.py", "unicode.py")
+_RULE_SOURCES = (
+    "base.py",
+    "directives.py",
+    "exfiltration.py",
+    "injection.py",
+    "pii.py",
+    "secrets.py",
+    "structure.py",
+    "unicode.py",
+)
 
 
 def rules_fingerprint() -> str:

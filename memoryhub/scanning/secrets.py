@@ -513,6 +513,7 @@ PLACEHOLDER = compile_pattern(
 _CODE_VALUE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+")
 _URL_VALUE = re.compile(r"[a-z][a-z0-9+.-]*://[^@]*", re.IGNORECASE)
 _MIN_SECRET_CHARS = 6
+_BADGE_QUERY = re.compile(r"\.(?:svg|png)\?$")
 
 
 class PasswordAssignmentRule(SecretRule):
@@ -529,6 +530,10 @@ class PasswordAssignmentRule(SecretRule):
         for match in _ASSIGNMENT.search(normalized, _lower(normalized)):
             value_group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
             value = match.group(value_group)
+            # Codecov's badge token sits in every README's badge URL: it
+            # only shows a public graph, by design.
+            if _BADGE_QUERY.search(normalized, max(0, match.start() - 8), match.start()):
+                continue
             if not _looks_like_a_secret(
                 value, quoted=value_group != "bare", rest=normalized[match.end() : match.end() + 3]
             ):
