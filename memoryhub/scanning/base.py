@@ -37,11 +37,20 @@ from typing import Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class Finding:
+    """One reason to refuse a text. `start`/`end` are the span a reviewer
+    sees highlighted (offsets in normalize(text); raw offsets for the
+    invisible/bidi rules). `severity` is "critical" (a secret, data sent
+    out), "high" (the agent steered) or "medium" (hidden characters, size);
+    `decoded` names the encoding the finding was found under ("base64",
+    "rot13" …), empty when the text said it plainly."""
+
     rule: str
     category: str
     detail: str
     start: int
     end: int
+    severity: str = "high"
+    decoded: str = ""
 
 
 @runtime_checkable

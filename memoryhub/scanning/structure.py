@@ -52,7 +52,7 @@ _DROP_STEMS = (
     "ignor disregard forget forgot overrid overwrit bypass circumvent disabl abandon discard ditch set put throw "
     "deactivat remov lift suspend break escap violat defy disobey stop quit ceas neglect skip unlearn erase "
     "missacht vergiss vergess verwirf uberschreib umgeh deaktivier olvid descart omit anul desobedec oubli outrepass "
-    "contourn annul desactiv haz pasa ne fais"
+    "contourn annul desactiv haz pasa ne fais modif reprogram alter rewrit"
 )
 _DROP_CJK = ("忽略", "无视", "忘记", "忘掉", "不要理会", "别管", "丢弃", "抛弃", "跳过", "绕过", "覆盖", "不用管", "不必遵守", "违反", "摆脱")
 _DROP = (
@@ -62,7 +62,7 @@ _DROP = (
     r"|defy(?:ing)?|disobey\w*|(?:stop|quit|cease)\w*\s+(?:following|obeying|using|applying|respecting|adhering\s+to)"
     r"|neglect\w*|skip(?:ping)?|unlearn\w*|erase|missacht\w*|vergiss|vergessen?|verwirf|uberschreib\w*|umgeh\w*"
     r"|deaktivier\w*|olvid\w*|descart\w*|omit\w*|anul\w*|desobedec\w*|oubli\w*|outrepass\w*|contourn\w*|annul\w*"
-    r"|desactiv\w*|ignorier\w*|haz\s+caso\s+omiso|pasa\s+por\s+alto|ne\s+(?:tiens|tenez)\s+(?:pas|plus)\s+compte"
+    r"|desactiv\w*|ignorier\w*|modif(?:y|ying|ied)|reprogram\w*|alter(?:ing)?|rewrit\w*|haz\s+caso\s+omiso|pasa\s+por\s+alto|ne\s+(?:tiens|tenez)\s+(?:pas|plus)\s+compte"
     r"|fais\s+abstraction"
     r"|忽略|无视|忘记|忘掉|不要理会|别管|丢弃|抛弃|跳过|绕过|覆盖|不用管|不必遵守|违反|摆脱)"
 )
@@ -79,7 +79,7 @@ _TARGET = re.compile(
 )
 # What makes a target the agent's own, or the prior turn's.
 _QUALIFIER = re.compile(
-    r"\b(?:your|yours|yourself|previous(?:ly)?|prior|above|earlier|preceding|foregoing|initial|original|system"
+    r"\b(?:your|yours|yourself|previous(?:ly)?|prior|above|earlier|preceding|foregoing|initial|original|system|standard"
     r"|developer|all|any|every|openai|anthropic|chatgpt|content|safety|ethical|moral|built-in|programmed"
     r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had)"
     r"|dein\w*|ihre[nms]?|alle[nms]?|bisherig\w*|vorherig\w*|vorig\w*|fruher\w*|obig\w*|ursprunglich\w*|system\w*"
@@ -94,6 +94,7 @@ _VOID = re.compile(
     r"\s+(?:now\s+|hereby\s+|henceforth\s+)?"
     r"(?:void|null|invalid|obsolete|cancell?ed|revoked|suspended|lifted|disabled|removed|superseded|overridden"
     r"|outdated|replaced|no\s+longer\s+(?:valid|in\s+effect|active)|not\s+valid|gone|irrelevant)"
+    r"|(?<=\s)(?:suspended|revoked|disabled|lifted|overridden|deactivated|void)(?!\s+(?:by|for|if|when|until))"
     r"|(?:sind|ist)\s+(?:jetzt\s+|nun\s+)?(?:ungultig|aufgehoben|nichtig)|(?:ya\s+)?no\s+(?:aplican|valen|cuentan)"
     r"|ne\s+s'appliquent\s+plus|(?:sont|est)\s+(?:annulee?s?|caduques?))\b"
 )
@@ -164,17 +165,28 @@ def _cue(kind: str, family: str, weight: int, stems: str | tuple[str, ...], patt
 
 
 _YOU = r"(?:you|u|ya)"
+
+
+def _shouted(match: re.Match[str], view: Views) -> bool:
+    """A persona name written in capitals, as jailbreaks write it."""
+    start, end = view.span(match.start(), match.end())
+    written = view.normalized[start:end]
+    return written.isupper() or written[:1].isupper() and written[1:2].isupper()
 _CUES: tuple[Cue, ...] = (
     # Persona and role-play set-up: the agent handed a new identity.
     _cue(
         "persona set-up", "persona", 1,
         "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom impersonat du "
         "tu ahora eres actua finge fais joue agis",
-        rf"(?:{_YOU}\s+(?:are|'re|will\s+be|shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become|simulate"
-        rf"|roleplay|role-play|answer|respond)|about\s+to\s+(?:act|become|immerse|play|be)|no\s+longer)"
+        rf"(?:{_YOU}(?:\s+are|'re|\s+will\s+be|\s+shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become"
+        rf"|simulate|roleplay|role-play|answer|respond)|about\s+to\s+(?:\w+\s+)?(?:act|become|immerse|play|be)|no\s+longer)"
+        rf"|{_YOU}(?:\s+are|'re)\s+(?:a|an)\s+(?:[\w'-]+\s+){{0,3}}?(?:called|named|known\s+as)"
+        rf"|{_YOU}\s+(?:now\s+)?(?:act|behave|respond)\s+(?:as|like)"
         rf"|{_YOU}\s+(?:will|shall|must|should|are\s+to)\s+(?:now\s+)?(?:act|pretend|play|roleplay|role-play|respond"
         rf"|behave|answer|simulate|become|impersonate)\s+(?:as|like|the\s+role|to\s+be|that)"
-        rf"|from\s+now\s+on\W{{1,4}}(?:{_YOU}|act|pretend|respond|answer|reply)"
+        rf"|from\s+now(?:\s+on)?\W{{1,4}}(?:{_YOU}|act|pretend|respond|answer|reply)"
+        rf"|{_YOU}\s+are\s+(?:now\s+)?(?:operating|acting|functioning|running|speaking)\s+as"
+        rf"|{_YOU}\s+are\s+not\s+(?:your\s+)?(?:\w+\s+)?(?:persona|self|assistant|ai|chatgpt|claude|gpt)"
         rf"|(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)"
         rf"|simulate\s+(?:a|an|being|the)|imagine\s+(?:you\s+are|yourself\s+as|that\s+you)|let'?s\s+(?:play|roleplay"
         rf"|role-play|pretend|act\s+out)|(?:take\s+on|play|assume|adopt)\s+(?:the\s+)?(?:\w+\s+){{0,2}}?(?:role|persona"
@@ -189,14 +201,16 @@ _CUES: tuple[Cue, ...] = (
         "no-rules persona", "persona", 2,
         "do can no without free zero not doesn don lack none unfilter uncensor unrestrict unlimit amoral immoral "
         "jailbr dan develop god evil opposit broken break freed regardless even openai anthropic sin sans ohne keine "
-        "unfliter godmod liberated rebel ethics filter safety censorship guardrail restriction",
+        "unfilt unfliter godmod liberated does won rebel ethics filter safety censorship guardrail restriction",
         r"(?:do\s+anything\s+now|can\s+do\s+anything|(?:no|without|free\s+(?:of|from)|zero|not\s+have\s+any|doesn'?t"
         r"\s+have\s+any|don'?t\s+have\s+any|lacks?\s+any|none\s+of\s+the|sin|sans|ohne|keine)\s+(?:\w+\s+){0,2}?"
         r"(?:restrictions|limits|limitations|filters?|filtering|censorship|boundaries|rules|guidelines|morals|ethics"
         r"|moral\s+(?:compass|code|restrictions|guidelines|limits)|ethical\s+(?:guidelines|restrictions|constraints"
         r"|boundaries|considerations|limits)|constraints|guardrails|safeguards|restricciones|filtros|limites|reglas"
         r"|censura|filtres|regles|censure|einschrankungen|filter|regeln|grenzen|zensur)"
-        r"|unfilter\w*|unfliter\w*|uncensored|unrestrict\w*|unlimited\s+(?:ai|power|freedom)|amoral|jailbr(?:oken|eak)"
+        r"|(?:doesn'?t|does\s+not|don'?t|do\s+not|won'?t|never)\s+(?:follow|have|care\s+about|abide\s+by|adhere\s+to)"
+        r"\s+(?:any\s+)?(?:\w+\s+){0,2}?(?:ethics|morals|rules|guidelines|restrictions|filters|laws|policies|principles)"
+        r"|unfilt\w*|unfliter\w*|uncensored|unrestrict\w*|unlimited\s+(?:ai|power|freedom)|amoral|jailbr(?:oken|eak)"
         r"|godmode|liberated\s+(?:ai|response|answer|mode)|rebel(?:lious)?\s+(?:answer|response|tone)|ethics\s+filter"
         r"|(?:filters?|ethics|safety|censorship|guardrails|restrictions)\s*:\s*(?:disabled|off|none|removed)"
         r"|(?:dan|jailbreak|god|evil|unrestricted|unfiltered|uncensored|opposite)\s+mode|developer\s+mode\s+"
@@ -209,9 +223,10 @@ _CUES: tuple[Cue, ...] = (
     # Switching the agent into a mode.
     _cue(
         "mode switch", "persona", 1,
-        "enabl enter activat switch in godmod now",
+        "enabl enter activat switch in godmod now debug develop dev admin maintenanc god sudo dan jailbr",
         r"(?:(?:enable|enter|activate|switch\s+to|in)\s+(?:the\s+)?(?:dan|jailbreak|god|unrestricted|maintenance|debug"
         r"|developer|admin|sudo|root|evil|opposite|\w+gpt)\s+mode|\w*mode\s*:\s*(?:enabled|on|active)|godmode\s+is\s+active"
+        r"|(?:debug\w*|developer|dev|admin|maintenance|god|sudo|dan|jailbreak)\s+mode\s+(?:enabled|activated|is\s+on)"
         r"|now\s+(?:in|enter)\s+\w+\s+mode)\b",
     ),
     _cue("mode switch", "persona", 1, ("进入", "启用", "开启", "切换到"), r"(?:进入|启用|开启|切换到).{0,6}模式"),
@@ -222,6 +237,13 @@ _CUES: tuple[Cue, ...] = (
         r"(?:pretend|imagine|act\s+as\s+if)\s+(?:that\s+)?(?:you\s+are|you'?re|to\s+be)\s+(?:the\s+|a\s+|an\s+|my\s+)?"
         r"(?:system|developer|admin|administrator|root|operator|openai|anthropic|creator)\b",
     ),
+    # The well-known jailbreak personas, by name ("DAN" in capitals: Dan
+    # from accounting is a colleague).
+    Cue("jailbreak persona", "persona", 2, phrase(
+        "dan stan dude antidan anti betterdan mongo evilbot",
+        r"(?:dan|stan|dude|anti-?dan|betterdan|mongo\s+tom|evilbot)\b",
+        "jailbreak persona", check=lambda match, view: _shouted(match, view),
+    )),
     # Keeping the persona up against the agent's own judgement.
     _cue(
         "stay in character", "persona", 2,
@@ -261,6 +283,7 @@ _CUES: tuple[Cue, ...] = (
         "for to",
         r"(?:for|to)\s+(?:any\s+|all\s+|the\s+)?(?:automated|ai|llm)\s+(?:\w+\s+){0,2}?(?:systems?|software|screen\w*"
         r"|readers?|reviewers?|tools?|analy\w*|scanners?|parsers?)\s{0,2}[:\-]",
+        gate="automated ai llm",
     ),
     # Claimed authority: a system or admin turn inside the text.
     _cue(
@@ -293,6 +316,18 @@ _CUES: tuple[Cue, ...] = (
         "replaced instructions", "injected", 3, ("你的新", "新的系统", "新系统"),
         r"(?:你的新|新的系统|新系统)(?:的)?(?:系统)?(?:提示词?|指令|指示)\s{0,2}(?:是|为|:|如下)",
     ),
+    _cue(
+        "claimed system turn", "injected", 2, "emergenc admin system develop safety",
+        r"(?:emergency|admin|system|developer|safety)\s+override\s+(?:active|enabled|engaged|protocol|mode|in\s+effect)\b",
+    ),
+    # The writer claims to speak for the agent's maker.
+    _cue(
+        "claimed creator", "injected", 2, "i",
+        r"i\s*(?:am|'m)\s+(?:a|an|the|one\s+of\s+the)\s+(?:\w+\s+){0,2}?(?:programmers?|developers?|engineers?|employees?"
+        r"|researchers?|admins?|administrators?|creators?|staff)\s+(?:at|from|of|for|with)\s+(?:openai|anthropic|google"
+        r"|deepmind|meta|microsoft|mistral)\b",
+        gate="openai anthropic google deepmind meta microsoft mistral",
+    ),
     # Dictated answers: what to reply when asked.
     _cue(
         "dictated answer", "injected", 2,
@@ -312,7 +347,7 @@ _CUES: tuple[Cue, ...] = (
         "just only simply reply respond answer output print say",
         r"(?:(?:just|only|simply)\s+(?:say|print|output|write|repeat|reply|respond)\s*(?:with\s+)?[\"'\u201c:<]"
         r"|(?:reply|respond|answer|output|print|say)\s+(?:with\s+)?(?:only|exclusively|nothing\s+but)\s+(?:the\s+"
-        r"following|[\"'\u201c<:]))",
+        r"following|[\"'\u201c<:])|(?:reply|respond|answer)\s+only\s+with\b)",
     ),
     _cue(
         "redirected output", "injected", 3,
@@ -378,11 +413,9 @@ class Directive:
     end: int
 
     def describe(self) -> str:
-        if self.kind == "override":
-            return f"a directive addressed to the agent that tries to {self.action} its {self.target}"
-        if self.kind == "disclosure":
-            return f"a directive addressed to the agent that asks it to {self.action} its {self.target}"
-        return f"{self.kind}: {self.action}"
+        if self.kind in ("override", "disclosure"):
+            return f'a directive addressed to the agent ("{self.action}"), acting on its {self.target}'
+        return f'{self.kind} ("{self.action}")'
 
 
 @dataclass(frozen=True)
@@ -404,6 +437,7 @@ class Verdict:
 
 
 THRESHOLD = 3
+_SPAN_REACH = 400
 
 
 def _clause_end(text: str, start: int) -> int:
@@ -413,8 +447,12 @@ def _clause_end(text: str, start: int) -> int:
 
 def _clause_start(text: str, end: int) -> int:
     low = max(0, end - 120)
-    breaks = [m.end() for m in CLAUSE_BREAK.finditer(text, low, end)]
-    return breaks[-1] if breaks else low
+    # (A dot ends a clause only before a space: rfind the pair.)
+    found = max(
+        max(text.rfind(c, low, end) for c in "!?;\n\u3002\uff01\uff1f") + 1,
+        max(text.rfind(". ", low, end), text.rfind(".\t", low, end)) + 1,
+    )
+    return found if found > 0 else low
 
 
 def _overrides(view: Views) -> list[Directive]:
@@ -517,6 +555,11 @@ def _cues(view: Views) -> list[Directive]:
     for cue in _CUES:
         for match in cue.signal.matches(view):
             start, end = view.span(match.start(), match.end())
+            if cue.kind == "replaced instructions":
+                # Announcing new instructions overrides the old ones.
+                found.append(Directive(kind="override", family="override", addressee="the agent", action="replace",
+                                       target="system prompt", weight=THRESHOLD, start=start, end=end))
+                break
             found.append(
                 Directive(kind=cue.kind, family=cue.family, addressee="the agent", action=" ".join(match.group().split()),
                           target="", weight=cue.weight, start=start, end=end)
@@ -569,9 +612,11 @@ class _StructureRule:
         if not chosen:
             return None
         first = chosen[0]
+        # The span covers the cues that made the case, as far as they stay
+        # close together: that is what a reviewer needs highlighted.
+        end = max(d.end for d in chosen if d.start - first.start <= _SPAN_REACH)
         return Finding(
-            rule=self.name, category=self.category, detail=self.detail(chosen, normalized),
-            start=first.start, end=max(d.end for d in chosen[:1]),
+            rule=self.name, category=self.category, detail=self.detail(chosen, normalized), start=first.start, end=end,
         )  # fmt: skip
 
     def detail(self, chosen: list[Directive], normalized: str) -> str:
