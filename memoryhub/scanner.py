@@ -126,6 +126,7 @@ __all__ = (
     "cache_info",
     "directives",
     "normalize",
+    "raw_span",
     "redact_secrets",
     "rules_fingerprint",
     "scan",
@@ -442,6 +443,20 @@ def _normalize_with_origin(text: str) -> tuple[str, list[int] | None]:
         origin.extend([index] * len(folded))
     origin.append(len(text))
     return "".join(pieces), origin
+
+
+def raw_span(text: str, finding: Finding | Directive) -> tuple[int, int]:
+    """A finding's span as offsets in `text` as stored (the text rules report
+    offsets in normalize(text); the invisible/bidi rules raw ones already),
+    for showing it highlighted."""
+    if getattr(finding, "category", "") == "unicode":
+        return finding.start, finding.end
+    _normalized, origin = _normalize_with_origin(text)
+    if origin is None:
+        return finding.start, finding.end
+    start = origin[min(finding.start, len(origin) - 1)]
+    end = origin[min(max(finding.end - 1, finding.start), len(origin) - 1)] + 1
+    return start, min(max(end, start), len(text))
 
 
 def redact_secrets(text: str) -> Redaction:

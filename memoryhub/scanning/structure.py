@@ -357,6 +357,15 @@ _CUES: tuple[Cue, ...] = (
         r"|(?:any|all)\s+(?:previous|prior)\s+and\s+following\s+\w+)[^.\n]{0,30}?\b(?:and|then|instead)\b[^.\n]{0,20}?"
         r"\b(?:print|say|output|reply|respond|repeat|write|focus|answer|translate|report)\b",
     ),
+    # Withholding from the user what it may ask about: a reviewer should
+    # see it, one cue alone refuses nothing.
+    _cue(
+        "withholding from the user", "injected", 1,
+        "never don do",
+        r"(?:never|don'?t|do\s+not)\s+(?:mention|tell\s+(?:them|the\s+\w+)\s+about|reveal|disclose|bring\s+up|talk\s+about)"
+        r"\s+(?:the\s+|our\s+|any\s+|that\s+|this\s+)?(?:\w+\s+){0,2}?(?:limits?|polic(?:y|ies)|fees?|rules?|rates?"
+        r"|prices?|charges?|terms|risks?|problems?|issues?|complaints?|outages?|incidents?|errors?|discounts?)\b",
+    ),
     _cue(
         "redirected focus", "injected", 1,
         "focus concentr ignor disregard stop",
