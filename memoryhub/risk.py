@@ -81,7 +81,7 @@ def added_directives(*, old: str, new: str) -> list[tuple[int, str, scanner.Dire
     `old`: (the line's offset in `new`, the line, the directive; its offsets
     are in normalize(line))."""
     old_lines = set(old.splitlines())
-    found = []
+    found: list[tuple[int, str, scanner.Directive]] = []
     offset = 0
     for line in new.splitlines(keepends=True):
         body = line.rstrip("\r\n")

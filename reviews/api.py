@@ -539,7 +539,8 @@ class AgentDetailView(StaffAPIView):
                                                     max_value=100_000, coerce_to_string=True)
         staleness_ttl_days = serializers.IntegerField(required=False, min_value=0, max_value=3650)
         spotlighting = serializers.BooleanField(
-            required=False, help_text="Serve agent+user memory as marked data (default on); turning it off is four-eyes."
+            required=False,
+            help_text="Serve agent+user memory as marked data (default on); turning it off is four-eyes.",
         )
         reason = TextField(required=False, allow_blank=True, max_length=1000)
 
@@ -553,7 +554,8 @@ class AgentDetailView(StaffAPIView):
         responses={200: AgentSerializer, 202: PendingChangeSerializer,
                    **error_responses(400, 401, 403, 404, 429)},
         description="200 when applied. A request that weakens the gate (write_policy to direct, a higher limit "
-        "or budget, another backend, spotlighting off) is recorded whole as a pending change another admin approves: 202.",
+        "or budget, another backend, spotlighting off) is recorded whole as a pending change another admin "
+        "approves: 202.",
     )
     def patch(self, request: Request, slug: str) -> Response:
         agent = services.get_agent_for_user(request.user, slug)

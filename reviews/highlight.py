@@ -63,10 +63,27 @@ def _visible(text: str) -> str:
     otherwise an empty highlight."""
     if text.isascii():
         return text
-    names = {"\u200b": "[ZWSP]", "\u200c": "[ZWNJ]", "\u200d": "[ZWJ]", "\u2060": "[WJ]", "\ufeff": "[BOM]",
-             "\u00ad": "[SHY]", "\u202e": "[RLO]", "\u202d": "[LRO]", "\u2066": "[LRI]", "\u2067": "[RLI]",
-             "\u2068": "[FSI]", "\u2069": "[PDI]", "\u202a": "[LRE]", "\u202b": "[RLE]", "\u202c": "[PDF]",
-             "\u200e": "[LRM]", "\u200f": "[RLM]", "\u3164": "[HANGUL FILLER]", "\uffa0": "[HALFWIDTH HANGUL FILLER]"}
+    names = {
+        "\u200b": "[ZWSP]",
+        "\u200c": "[ZWNJ]",
+        "\u200d": "[ZWJ]",
+        "\u2060": "[WJ]",
+        "\ufeff": "[BOM]",
+        "\u00ad": "[SHY]",
+        "\u202e": "[RLO]",
+        "\u202d": "[LRO]",
+        "\u2066": "[LRI]",
+        "\u2067": "[RLI]",
+        "\u2068": "[FSI]",
+        "\u2069": "[PDI]",
+        "\u202a": "[LRE]",
+        "\u202b": "[RLE]",
+        "\u202c": "[PDF]",
+        "\u200e": "[LRM]",
+        "\u200f": "[RLM]",
+        "\u3164": "[HANGUL FILLER]",
+        "\uffa0": "[HALFWIDTH HANGUL FILLER]",
+    }
     return "".join(names.get(c, c) for c in text)
 
 

@@ -34,7 +34,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
-from memoryhub import errors, risk, scanner, selectors, services, tokens
+from memoryhub import errors, risk, selectors, services, tokens
 from memoryhub.models import (
     Change,
     ChangeKind,

@@ -86,8 +86,10 @@ def _character_class(code_points: Iterable[int]) -> str:
 
 
 # A character class is an order of magnitude faster than str.translate with
-# a dict of 170 entries, and most texts contain none of these.
-_FORMAT = re.compile(_character_class(_format_characters()))
+# a dict of 170 entries, and most texts contain none of these. The Hangul
+# fillers go too: letters by category, blank on screen (NFKC turns U+3164
+# and U+FFA0 into U+1160).
+_FORMAT = re.compile(_character_class([*_format_characters(), 0x115F, 0x1160, 0x3164, 0xFFA0]))
 
 
 @functools.lru_cache(maxsize=8)

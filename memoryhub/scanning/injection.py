@@ -15,8 +15,6 @@ import re
 from memoryhub.scanning.base import (
     APOSTROPHE,
     LINE_START,
-    SEP,
-    WORD,
     Finding,
     PhraseRule,
     compile_pattern,

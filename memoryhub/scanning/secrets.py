@@ -311,7 +311,8 @@ class ApiKeyRule(SecretRule):
         view = views(normalized)
         lower = view.lower
         spaced_aws = any(word in view.words for word in (b"akia", b"asia", b"abia", b"acca"))
-        if not view.has_token and not spaced_aws:
+        # A Google key broken by spaces or dashes has no long run left.
+        if not view.has_token and not spaced_aws and "aiza" not in lower:
             return
         for anchored, plausible in _VENDOR_KEYS:
             for match in anchored.search(normalized, lower):
@@ -685,6 +686,7 @@ _NAMED_VALUE = Anchored(
 )
 # A vendor-like key: a short lowercase prefix, maybe a second one, then the
 # random part ("acme-prod-7f8a…", "dd-api-4f9c…", "hvs.CAES…").
+_DIGIT = re.compile(r"\d")
 _VENDOR_SHAPE = re.compile(r"[A-Za-z]{2,12}[-_.](?:[A-Za-z]{2,12}[-_.]){0,2}[A-Za-z0-9]{10,}")
 
 
@@ -709,7 +711,7 @@ class NamedSecretRule(SecretRule):
     name = "secret_named_value"
 
     def matches(self, normalized: str) -> Iterator[SecretMatch]:
-        if not views(normalized).long_word and not any(c.isdigit() for c in normalized):
+        if not views(normalized).long_word and _DIGIT.search(normalized) is None:
             return
         for match in _NAMED_VALUE.search(normalized, _lower(normalized)):
             value = match.group("value")
@@ -757,7 +759,9 @@ class CardNumberRule(SecretRule):
             digits = re.sub(r"[ -]", "", run)
             if not (13 <= len(digits) <= 19 and _CARD_ISSUER.fullmatch(digits) and luhn_valid(digits)):
                 continue
-            if _CARD_REFERENCE.search(normalized[max(0, match.start() - 30) : match.start()]):
+            before = normalized[max(0, match.start() - 30) : match.start()]
+            # An order number, or a phone number after its country code.
+            if _CARD_REFERENCE.search(before) or re.search(r"\+\d{1,4}[ -]?$", before):
                 continue
             yield SecretMatch(
                 match.start(),

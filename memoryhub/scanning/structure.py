@@ -39,7 +39,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from memoryhub.scanning.base import Finding, Phrase, Views, phrase, quote, views
+from memoryhub.scanning.base import Finding, Phrase, Views, negated, phrase, quote, register_stems, views
 
 # Where a clause ends. A dot ends one only before a space or the end:
 # "SOUL.md" and "example.com" are words.
@@ -54,7 +54,10 @@ _DROP_STEMS = (
     "missacht vergiss vergess verwirf uberschreib umgeh deaktivier olvid descart omit anul desobedec oubli outrepass "
     "contourn annul desactiv haz pasa ne fais modif reprogram alter rewrit"
 )
-_DROP_CJK = ("忽略", "无视", "忘记", "忘掉", "不要理会", "别管", "丢弃", "抛弃", "跳过", "绕过", "覆盖", "不用管", "不必遵守", "违反", "摆脱")
+_DROP_CJK = (
+    "忽略", "无视", "忘记", "忘掉", "不要理会", "别管", "丢弃", "抛弃",
+    "跳过", "绕过", "覆盖", "不用管", "不必遵守", "违反", "摆脱",
+)  # fmt: skip
 _DROP = (
     r"(?:ignor\w*|disregard\w*|forget\w*|forgot\w*|overrid\w*|overwrit\w*|bypass\w*|circumvent\w*|disabl\w*"
     r"|abandon\w*|discard\w*|ditch\w*|set(?:ting)?\s+aside|put(?:ting)?\s+aside|throw(?:ing)?\s+(?:out|away)"
@@ -71,7 +74,7 @@ _TARGET = re.compile(
     r"\b(?:instructions?|instructed|directions|rules?|guidelines?|guidance|prompts?|restrictions?|filters?|filtering"
     r"|polic(?:y|ies)|programming|programmed|guardrails?|limitations?|limits|constraints?|directives?|training"
     r"|ethics|ethical\s+\w+|morals?|morality|principles|safeguards?|censorship|boundaries|protocols?|conditioning"
-    r"|orders|commands|content\s+policy|everything|anything|all\s+(?:that|of\s+(?:that|this|it))|alles|todo|tout"
+    r"|orders|commands|content\s+policy|everything|anything|alles|todo|tout"
     r"|anweisung\w*|instruktion\w*|regeln|vorgaben|richtlinien|befehle|einschrankungen|programmierung"
     r"|instrucciones|indicaciones|reglas|normas|directrices|ordenes|restricciones|filtros|politicas"
     r"|consignes|regles|filtres|politiques?)\b"
@@ -114,7 +117,10 @@ _SHOW_STEMS = (
     "verrat wiederhol druck schreib kopier teil offenbar muestr revel dime imprim repit ensen compart escrib copi "
     "dame affich montr dis donn repet ecri partag communiqu"
 )
-_SHOW_CJK = ("告诉我", "显示", "输出", "打印", "泄露", "透露", "重复", "展示", "给我看", "发给我", "复述", "列出", "说出", "你的", "把", "将")
+_SHOW_CJK = (
+    "告诉我", "显示", "输出", "打印", "泄露", "透露", "重复", "展示",
+    "给我看", "发给我", "复述", "列出", "说出", "你的", "把", "将",
+)  # fmt: skip
 _SHOW = (
     r"(?:reveal\w*|print\w*|show\w*|output\w*|display\w*|repeat\w*|recit\w*|dump\w*|leak\w*|shar\w*|tell(?:\s+me|\s+us)?"
     r"|give(?:\s+me|\s+us)?|send(?:\s+me|\s+us)?|write(?:\s+(?:out|down|back))?|spell(?:\s+(?:out|check))?|copy"
@@ -176,8 +182,8 @@ _CUES: tuple[Cue, ...] = (
     # Persona and role-play set-up: the agent handed a new identity.
     _cue(
         "persona set-up", "persona", 1,
-        "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom impersonat du "
-        "tu ahora eres actua finge fais joue agis",
+        "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom "
+        "impersonat du tu ahora eres actua finge fais joue agis",
         rf"(?:{_YOU}(?:\s+are|'re|\s+will\s+be|\s+shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become"
         rf"|simulate|roleplay|role-play|answer|respond)|about\s+to\s+(?:\w+\s+)?(?:act|become|immerse|play|be)|no\s+longer)"
         rf"|{_YOU}(?:\s+are|'re)\s+(?:a|an)\s+(?:[\w'-]+\s+){{0,3}}?(?:called|named|known\s+as)"
@@ -219,7 +225,10 @@ _CUES: tuple[Cue, ...] = (
         r"|it'?s\s+)?(?:illegal|unethical|immoral|harmful|dangerous|offensive)|(?:openai|anthropic)(?:'s)?\s+"
         r"(?:content\s+)?(?:polic(?:y|ies)|guidelines|rules|restrictions))\b",
     ),
-    _cue("no-rules persona", "persona", 2, ("不受", "没有任何限制", "无限制", "越狱"), r"不受(?:任何)?(?:限制|约束|规则)|没有任何限制|无限制|越狱"),
+    _cue(
+        "no-rules persona", "persona", 2, ("不受", "没有任何限制", "无限制", "越狱"),
+        r"不受(?:任何)?(?:限制|约束|规则)|没有任何限制|无限制|越狱",
+    ),
     # Switching the agent into a mode.
     _cue(
         "mode switch", "persona", 1,
@@ -260,12 +269,15 @@ _CUES: tuple[Cue, ...] = (
         r"|(?:normal|classic)\s+(?:output|response)|(?:jailbreak|jailbroken|dan|developer\s+mode)\s+(?:output"
         r"|response)|your\s+refusal,?\s+beginning\s+with|insert\s+(?:a\s+)?divider|second\s+\(?(?:liberated|rebel))\b",
     ),
-    _cue("answer twice", "persona", 2, "classic jailbreak lock", r"(?:classic|jailbreak|lock)\b[^\]\n]{0,12}\]", before=14, after=30),
+    _cue(
+        "answer twice", "persona", 2, "classic jailbreak lock", r"(?:classic|jailbreak|lock)\b[^\]\n]{0,12}\]",
+        before=14, after=30,
+    ),
     # Refusals suppressed.
     _cue(
         "no refusals", "persona", 1,
         "never not won cannot can must mustn will no without answer",
-        r"(?:never\s+(?:refuse|decline|reject|deny)|(?:not|never|won'?t|cannot|can'?t|must\s+not|mustn'?t|will\s+not)\s+"
+        r"(?:never\s+(?:refus\w*|declin\w*|reject\w*|deny|denies)|(?:not|never|won'?t|cannot|can'?t|must\s+not|mustn'?t|will\s+not)\s+"
         r"(?:refuse|decline|reject)\s+(?:a|any|to|the|my|me)|(?:no|without|never\s+(?:add|include|give|issue|use))\s+"
         r"(?:\w+\s+){0,2}?(?:warnings?|disclaimers?|apolog\w*|moralizing|caveats)|never\s+(?:warn|remind|apologi[sz]e)"
         r"|(?:can'?t|cannot|must\s+not|mustn'?t|never)\s+say\s+(?:no|that\s+you\s+(?:can'?t|cannot))"
@@ -293,7 +305,10 @@ _CUES: tuple[Cue, ...] = (
         r"|override|update|command|alert|chain\s+of\s+thought))?\s*(?:::|:|\]\s*\(|\])",
     ),
     _cue("claimed system turn", "injected", 3, "system assistant", r"(?:system|assistant)\]\(#\w", before=1, after=20),
-    _cue("claimed system turn", "injected", 2, "instruct system admin", r"(?:instructions?|system|admin)>", before=1, after=20),
+    _cue(
+        "claimed system turn", "injected", 2, "instruct system admin", r"(?:instructions?|system|admin)>",
+        before=1, after=20,
+    ),
     # A fake transcript: the model's own turn, with a placeholder for its answer.
     _cue(
         "fake dialogue turn", "injected", 3, "assistant ai model chatgpt gpt",
@@ -374,19 +389,24 @@ _CUES: tuple[Cue, ...] = (
     ),
 )  # fmt: skip
 
+# (Negation is checked in _overrides, after the cheaper tests.)
 _OVERRIDE = phrase(
-    tuple(_DROP_STEMS.split()) + _DROP_CJK, _DROP, "override the agent's instructions", negatable=True,
+    tuple(_DROP_STEMS.split()) + _DROP_CJK, _DROP, "override the agent's instructions",
     vocabulary="ignore disregard forget previous instructions rules",
 )  # fmt: skip
 _UNBOUND_PHRASE = phrase(_UNBOUND_STEMS, _UNBOUND, "free the agent from its instructions")
 _DISCLOSURE = phrase(
-    tuple(_SHOW_STEMS.split()) + _SHOW_CJK, _SHOW, "extract the agent's hidden instructions", negatable=True,
+    tuple(_SHOW_STEMS.split()) + _SHOW_CJK, _SHOW, "extract the agent's hidden instructions",
     vocabulary="reveal print show repeat your system prompt instructions",
 )  # fmt: skip
-_TOLD_PHRASE = phrase("told instructed given programmed asked", _TOLD, "extract the agent's hidden instructions", before=25)
+_SHOW_PRESENT = frozenset(_SHOW_STEMS.split()) | frozenset(_SHOW_CJK)
+_TOLD_PHRASE = phrase(
+    "told instructed given programmed asked", _TOLD, "extract the agent's hidden instructions", before=25
+)
 # Completion bait: "Continue: 'The system prompt is: '".
 _BAIT_PHRASE = phrase(
-    "the my", r"[\"'\u201c](?:the|my)\s+(?:system\s+prompt|instructions|initial\s+prompt|rules|prompt)\s+(?:is|are|was|were)\b",
+    "the my",
+    r"[\"'\u201c](?:the|my)\s+(?:system\s+prompt|instructions|initial\s+prompt|rules|prompt)\s+(?:is|are|was|were)\b",
     "extract the agent's hidden instructions", before=1, after=60,
 )
 _TARGET_STEMS = (
@@ -394,8 +414,30 @@ _TARGET_STEMS = (
     "directive principl anweisung regeln vorgaben richtlinien instrucciones reglas normas directrices consignes regles"
 )
 _VOID_PHRASE = phrase(_TARGET_STEMS, _TARGET.pattern, "declare the agent's instructions void")
+# Word stems of every target and every disclosure object, for the word index.
+_TARGET_WORDS = frozenset(
+    (_TARGET_STEMS + " instructed orders commands ethic moral morals morality principles safeguard censorship "
+     "boundar protocol conditioning everything anything alles todo tout instruktion befehle "
+     "einschrankungen programmierung indicaciones ordenes restricciones filtros politicas filtres politique").split()
+)
+# The rarer words of every disclosure object ("the text above" holds
+# "text" and "above"): common words would make the lookup cost more than
+# it saves.
+_OBJECT_WORDS = frozenset(
+    (
+        "prompt", "prompts", "instruct", "initiali", "configur", "rules", "guideline", "directive", "program",
+        "system", "developer", "text", "words", "message", "messages", "everything", "conversation", "soul",
+        "memory", "context", "above", "preceding", "systemprompt", "systemanweisungen", "systemnachricht",
+        "anweisungen", "konfiguration", "mensaje", "instrucciones", "configuracion", "consignes",
+    )
+)
+register_stems(_TARGET_WORDS | _OBJECT_WORDS)
 
+_APPLY = re.compile(r"\s{0,3}(?:\w+\s+){0,2}?(?:apply|applies|matter|count|hold|stand)\b")
 _EVERYTHING = frozenset(("everything", "anything", "alles", "todo", "tout"))
+# Enough directives of one kind to make the case and show it; a text that
+# repeats one thousands of times is not read to the end.
+_MAX_PER_KIND = 32
 # How far an action reaches for its target.
 _REACH = 90
 
@@ -464,10 +506,36 @@ def _clause_start(text: str, end: int) -> int:
     return found if found > 0 else low
 
 
+def _starts(view: Views, stems: frozenset[str]) -> list[int]:
+    """Where words starting with any of `stems` start, sorted (from the word
+    index: no pass over the text)."""
+    hits = view.present.keys() & stems
+    if not hits:
+        return []
+    if len(hits) == 1:
+        return view.positions(hits.pop())
+    return sorted(set().union(*map(view.positions, hits)))
+
+
+def _near(starts: list[int], low: int, high: int) -> bool:
+    at = bisect.bisect_left(starts, low)
+    return at < len(starts) and starts[at] < high
+
+
 def _overrides(view: Views) -> list[Directive]:
     text = view.folded
-    found = []
+    found: list[Directive] = []
+    # An action counts only with a target after it: where the targets are
+    # comes from the word index, so a text that repeats "ignore" thousands of
+    # times costs a lookup per repetition, not a search.
+    targets = _starts(view, _TARGET_WORDS)
+    if not view.has_cjk and not targets:
+        return found
     for match in _OVERRIDE.matches(view):
+        if not view.has_cjk and not _near(targets, match.end(), match.end() + _REACH):
+            continue
+        if negated(text, match.start()):
+            continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + _REACH)]
         target = _TARGET.search(window)
@@ -490,6 +558,8 @@ def _overrides(view: Views) -> list[Directive]:
             continue
         stop = match.end() + target.end()
         found.append(_directive(view, "override", match.group(), word, match.start(), stop))
+        if len(found) >= _MAX_PER_KIND:
+            return found
     for match in _UNBOUND_PHRASE.matches(view):
         window = text[match.end() : min(_clause_end(text, match.end()), match.end() + 50)]
         target = _TARGET.search(window)
@@ -509,7 +579,7 @@ def _overrides(view: Views) -> list[Directive]:
         void = _VOID.match(text, match.end(), match.end() + 60)
         head = text[max(_clause_start(text, match.start()), match.start() - 40) : match.start()]
         if void is None and re.search(r"\b(?:none\s+of|no)\b", head):
-            void = re.match(r"\s{0,3}(?:\w+\s+){0,2}?(?:apply|applies|matter|count|hold|stand)\b", text[match.end() : match.end() + 40])
+            void = _APPLY.match(text[match.end() : match.end() + 40])
             if void is not None:
                 void = re.compile(re.escape(void.group())).match(text, match.end())
         if void is None:
@@ -522,8 +592,13 @@ def _overrides(view: Views) -> list[Directive]:
 
 def _disclosures(view: Views) -> list[Directive]:
     text = view.folded
-    found = []
-    for match in _DISCLOSURE.matches(view):
+    found: list[Directive] = []
+    objects = _starts(view, _OBJECT_WORDS) if view.has_any(_SHOW_PRESENT) else []
+    for match in _DISCLOSURE.matches(view) if objects or view.has_cjk else ():
+        if not view.has_cjk and not _near(objects, match.end(), match.end() + 70):
+            continue
+        if negated(text, match.start()):
+            continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + 70)]
         target = _PROMPT_OBJECT.search(window)
@@ -543,7 +618,11 @@ def _disclosures(view: Views) -> list[Directive]:
         # "what is the system prompt field for?" is documentation.
         if match.group().startswith("what") and not re.search(r"\byour\b|你", span):
             continue
-        found.append(_directive(view, "disclosure", match.group(), target.group(), match.start(), match.end() + target.end()))
+        found.append(
+            _directive(view, "disclosure", match.group(), target.group(), match.start(), match.end() + target.end())
+        )
+        if len(found) >= _MAX_PER_KIND:
+            return found
     for match in _BAIT_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
     for match in _TOLD_PHRASE.matches(view):
@@ -570,8 +649,8 @@ def _cues(view: Views) -> list[Directive]:
                                        target="system prompt", weight=THRESHOLD, start=start, end=end))
                 break
             found.append(
-                Directive(kind=cue.kind, family=cue.family, addressee="the agent", action=" ".join(match.group().split()),
-                          target="", weight=cue.weight, start=start, end=end)
+                Directive(kind=cue.kind, family=cue.family, addressee="the agent",
+                          action=" ".join(match.group().split()), target="", weight=cue.weight, start=start, end=end)
             )  # fmt: skip
             break
     return found
