@@ -283,6 +283,16 @@ _CUES: tuple[Cue, ...] = (
         r"|(?:can'?t|cannot|must\s+not|mustn'?t|never)\s+say\s+(?:no|that\s+you\s+(?:can'?t|cannot))"
         r"|answer\s+(?:any|every|all)\s+(?:\w+\s+)?(?:questions?|requests?|prompts?))\b",
     ),
+    # Arguing the agent out of refusing: its refusals called harm, its
+    # training or guidelines called a mistake.
+    _cue(
+        "argues against refusing", "persona", 2,
+        "if by refus overly your",
+        r"(?:if\s+you\s+refuse|by\s+refusing|(?:refusing|refusal|refusals)\s+(?:is|are|causes?|would\s+be)\s+(?:\w+\s+){0,3}?"
+        r"(?:harm\w*|violation|wrong|unethical|computed|not\s+a\s+choice|complicit)|overly\s+restrictive\s+(?:responses?|answers?)"
+        r"|your\s+(?:\w+\s+)?(?:safety\s+training|training|guidelines|restrictions|filters|alignment)\s+(?:are|is)\s+(?:not|just|only|merely"
+        r"|wrong|miscalibrated|outdated|artifacts?|descriptions?))\b",
+    ),
     # Claimed authority: a note addressed to automated readers.
     _cue(
         "note to automated readers", "injected", 3,
@@ -607,6 +617,7 @@ def _disclosures(view: Views) -> list[Directive]:
         span = text[match.start() : match.end() + target.end() + 30]
         if _PROMPT_QUALIFIER.search(window[: target.end() + 30]) is None and not target.group().startswith(
             ("system", "text", "words", "message", "everything", "content", "line", "conversation", "all", "soul",
+             "this entire", "this whole", "the entire", "the whole",
              "memory", "context", "系统", "隐藏", "初始", "原始", "全部", "内部")
         ):  # fmt: skip
             continue

@@ -746,7 +746,7 @@ KNOWN_VERSIONS = {
     "2026.12.2": "dede50994a49700b",
     # Issue 19: the structure model, decode-and-rescan, markup exfiltration,
     # card numbers, named secrets, every PEM block, JWT forms, Hangul fillers.
-    "2026.12.3": "fec5abab15a8492d",
+    "2026.12.3": "582a60be543ff45b",
 }
 
 
