@@ -201,6 +201,10 @@ class MemoryFileView(AgentAPIView):
         stale = serializers.BooleanField()
         blocked = serializers.ListField(child=serializers.CharField())
         withheld = serializers.BooleanField()
+        as_data = serializers.CharField(
+            help_text="`content` as a model should be handed it: inside <<MEMORY-DATA …>> markers when the agent "
+            "spotlights (USER.md, MEMORY.md); `content` itself stays plain for read-modify-write."
+        )
 
     class WrittenSerializer(serializers.Serializer):
         file = serializers.CharField()
@@ -237,6 +241,9 @@ class MemoryFileView(AgentAPIView):
                 "stale": view.stale,
                 "blocked": list(served.blocked),
                 "withheld": view.withheld,
+                # The text as a model should be handed it: inside data
+                # markers when the agent spotlights (USER.md, MEMORY.md).
+                "as_data": context.as_data(agent=self.agent, kind=view.kind, text=served.text),
             }
         )
 

@@ -85,7 +85,7 @@ def _view(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
         return ToolAnswer(f"{header}\n\n{served.text} (a reviewer took this version out of service)", data)
     if not view.exists:
         return ToolAnswer(f"{header}\n\n({view.kind} is empty: nothing is stored yet.)", data)
-    return ToolAnswer(f"{header}\n\n{served.text}", data)
+    return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind=view.kind, text=served.text)}", data)
 
 
 def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
@@ -97,7 +97,7 @@ def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
     for number, hit in enumerate(results, start=1):
         where = hit["file"] if hit["source"] == "file" else f"log of session {hit['session']}, {hit['created_at']}"
         lines.append(f"{number}. [{where}] {hit['snippet']}")
-    return ToolAnswer("\n".join(lines), {"results": results})
+    return ToolAnswer(context.as_data(agent=agent, kind="search", text="\n".join(lines)), {"results": results})
 
 
 def _written(agent: Agent, kind: str, result: services.WriteResult, done: str) -> ToolAnswer:

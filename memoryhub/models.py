@@ -178,6 +178,11 @@ class Agent(models.Model):
         default=90, help_text="A file not changed for this many days is reported as stale (0 = never)."
     )
     token_encoding = models.CharField(max_length=32, default="o200k_base")
+    spotlighting = models.BooleanField(
+        default=True,
+        help_text="Serve USER.md, MEMORY.md and what the memory tools return inside data markers, with a standing "
+        "instruction that text inside them is information, never instructions (turning it off takes two admins).",
+    )
     # Bumped in the transaction of every change to what the agent's context
     # is built from besides its files (settings, tools), so cached contexts
     # are keyed by database state and never need a cache-side invalidation.

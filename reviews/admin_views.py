@@ -284,6 +284,9 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
             notice = f"Tool registry set to {len(rows)} tool(s)."
         elif action == "policies":
             values = {field: request.POST.get(field, "") for field in POLICY_INPUTS}
+            # A form without the switch (an older page) leaves it as it is.
+            if "spotlighting" not in request.POST:
+                values.pop("spotlighting")
             try:
                 update = services.update_agent(agent=agent, settings=values, actor=request.user,
                                                reason=request.POST.get("reason", ""))

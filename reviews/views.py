@@ -35,7 +35,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
-from memoryhub import errors, risk, scanner, selectors, services, tokens
+from memoryhub import errors, risk, selectors, services, tokens
 from memoryhub.models import (
     Change,
     ChangeKind,
@@ -46,7 +46,7 @@ from memoryhub.models import (
     Source,
     WritePolicy,
 )
-from reviews import diffs
+from reviews import diffs, highlight
 from reviews.api import history_author
 
 T = TypeVar("T")
@@ -231,6 +231,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     selectors.attach_related(page.object_list)
     for p in page.object_list:
         p.sla = selectors.sla_state(created_at=p.created_at, sla_hours=p.agent.workspace.sla_hours, now=now)
+    _attach_findings(page.object_list)
     # The queue may promise review only for agents under `review`: name the others.
     direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
     return _vary(TemplateResponse(
@@ -253,6 +254,26 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
         },
     ))
+
+
+# The tags that come with a finding a person reads in the queue row.
+_FINDING_TAGS = frozenset({"scanner_findings", "agent_directed"})
+
+
+def _attach_findings(proposals: Any) -> None:
+    """Each flagged row's first finding, highlighted. The queue defers the
+    contents, so the flagged rows' texts come in one query (none when no row
+    on the page is flagged); the scanner's cache makes the scan itself cheap."""
+    flagged = [p for p in proposals if _FINDING_TAGS & set(p.risk_tags or [])]
+    for p in proposals:
+        p.finding = None
+    if not flagged:
+        return
+    texts = {pk: (base, new) for pk, base, new in Proposal.objects.filter(pk__in=[p.pk for p in flagged])
+             .values_list("pk", "base_content", "proposed_content")}
+    for p in flagged:
+        base, new = texts.get(p.pk, ("", ""))
+        p.finding = highlight.first_finding(old=base, new=new, tags=list(p.risk_tags or []))
 
 
 @login_required
@@ -376,7 +397,9 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         if revises else None,
         "stats": diffs.stats(proposal.base_content, proposal.proposed_content),
         "changes": _rationale(proposal),
-        "findings": scanner.scan_all(proposal.proposed_content),
+        "findings": highlight.scanner_findings(proposal.proposed_content),
+        "directive_findings": highlight.directive_findings(old=proposal.base_content, new=proposal.proposed_content)
+        if "agent_directed" in (proposal.risk_tags or []) else [],
         "size": {
             "chars_before": len(proposal.base_content),
             "chars_after": len(proposal.proposed_content),

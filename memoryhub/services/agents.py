@@ -120,6 +120,25 @@ def _budget(value: Any, field: str) -> Decimal:
     return budget.quantize(Decimal("0.0001"))
 
 
+_TRUE = ("on", "true", "1", "yes")
+_FALSE = ("off", "false", "0", "no", "")
+
+
+def _switch(label: str) -> Callable[[Any, str], bool]:
+    def clean(value: Any, field: str) -> bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise errors.Invalid(f"{label} is on or off; got {value!r}.", field=field)
+    return clean
+
+
+def _turned_off(old: Any, new: Any) -> bool:
+    return bool(old and not new)
+
+
 def _never(old: Any, new: Any) -> bool:
     return False
 
@@ -166,6 +185,9 @@ AGENT_SETTINGS: dict[str, Setting] = {
         Setting("gate_sessions", _int("Gate sessions", 0, MAX_GATE_SESSIONS)),
         Setting("staleness_ttl_days", _int("Staleness TTL", 0, MAX_STALENESS_DAYS)),
         Setting("daily_budget_usd", _budget, _raised),
+        # Memory served as data is a defence; serving it as plain text is a
+        # loosening, so it takes a second admin.
+        Setting("spotlighting", _switch("Spotlighting"), _turned_off),
     )
 }
 # API names for agent fields whose model name differs.
@@ -480,5 +502,6 @@ def governed_settings() -> dict[str, str]:
     is, in words (for the forms that change them)."""
     when: dict[Callable[[Any, Any], bool], str] = {
         _to_direct: "switching to direct", _raised: "raising it", _changed: "any change",
+        _turned_off: "turning it off",
     }
     return {field: when[spec.weakens] for field, spec in AGENT_SETTINGS.items() if spec.weakens in when}

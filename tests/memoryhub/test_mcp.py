@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from memoryhub import services, tool_schemas
+from memoryhub.context import spotlight
 from memoryhub.models import ApiKey, MemoryFile, Proposal, ProposalStatus, WritePolicy
 from tests.factories import AgentFactory
 from tests.live import asgi_server, database_url_for_subprocess, run_async
@@ -95,7 +96,10 @@ def test_the_tools_view_add_replace_remove_and_search_memory(server, agent, key)
     assert "Added the entry to MEMORY.md: now v1" in text_of(add)
     assert not replace.is_error and replace.structured_content["version"] == 2
     assert view.structured_content["content"] == "Prefers email.\n" and view.structured_content["version"] == 2
-    assert text_of(view) == "MEMORY.md — 0% · 15/5,000 chars · version 2\n\nPrefers email.\n"
+    # Handed to the model as data (spotlighting is on by default).
+    assert text_of(view) == "MEMORY.md — 0% · 15/5,000 chars · version 2\n\n" + spotlight(
+        kind="MEMORY.md", text="Prefers email.\n"
+    )
     assert memory(agent) == "Prefers email.\n"
 
     search, remove = over_http(
