@@ -1,9 +1,10 @@
 # MemoryHub developer tasks (GNU make).
 #
 #   make run    install, migrate, seed the demo once, then start the web server
-#               on http://127.0.0.1:8000/ with a Celery worker and beat
+#               on http://127.0.0.1:8000/ (PORT=8080 for another port) with a Celery worker and beat
 #               (SQLite and the filesystem broker under var/; Ctrl-C stops all)
-#   make test   install, then pytest (pass options with PYTEST_ARGS="-k foo")
+#   make test   install, then pytest (pass options with PYTEST_ARGS="-k foo"); it runs
+#               every benchmark under bench/ at tiny sizes too (tests/test_bench.py)
 #   make test-fast  the same without the browser and worker tests (seconds, not minutes)
 #   make lint   ruff check and mypy (make test runs it first)
 #   make lock   regenerate requirements.lock from .venv

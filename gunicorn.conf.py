@@ -29,6 +29,9 @@ limit_request_field_size = 16380
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "10000"))
 max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "1000"))
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+# Paths without query strings (they carry end users' references and search
+# text); MEMORYHUB_ACCESS_LOG_QUERY_STRINGS=1 logs them (memoryhub.accesslog).
+logger_class = "memoryhub.accesslog.GunicornLogger"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 

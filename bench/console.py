@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SIZES = (10, 1000)
+# MEMORYHUB_BENCH_SMOKE (tests/test_bench.py): tiny queues, to prove it runs.
+SIZES = (2, 5) if os.environ.get("MEMORYHUB_BENCH_SMOKE") else (10, 1000)
 BASE = "- Prefers email over phone.\n- Lives in Leeds.\n- Order KC-104233 shipped on 2026-11-02.\n"
 CHANGES = (
     BASE + "- Rides a gravel bike now.\n",

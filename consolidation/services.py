@@ -91,6 +91,13 @@ def get_run_for_user(user: Any, run_id: Any) -> ConsolidationRun:
 # --- trigger and dispatch -----------------------------------------------------------------
 
 
+def check_consolidated(agent: Agent) -> None:
+    """A deactivated agent is not consolidated: no run is queued for it, and
+    a run queued before it was deactivated ends without a proposal."""
+    if not agent.is_active:
+        raise errors.Invalid(f"Agent {agent.slug} is deactivated; it is not consolidated.")
+
+
 def trigger_run(
     *,
     agent: Agent,
@@ -105,8 +112,7 @@ def trigger_run(
     if user is not None:
         core.require_role(user=user, workspace=agent.workspace_id, roles=core.REVIEW_ROLES,
                           action="start consolidation runs")
-    if not agent.is_active:
-        raise errors.Invalid(f"Agent {agent.slug} is deactivated; it is not consolidated.")
+    check_consolidated(agent)
     if getattr(user, "is_authenticated", False):
         # A person starting a run is a retry: the pair's attention state and
         # backoff are theirs to override.
@@ -416,6 +422,12 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         return None
     now = now or timezone.now()
     agent = run.agent
+    try:
+        check_consolidated(agent)
+    except errors.DomainError as exc:
+        with transaction.atomic():
+            _finish(run, status=RunStatus.SKIPPED, error=f"Skipped: {exc.detail}")
+        return run
 
     spent = spend_today(agent=agent, now=now)
     if spent >= agent.daily_budget_usd:

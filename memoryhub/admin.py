@@ -19,6 +19,8 @@ from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from memoryhub import errors, services
@@ -67,11 +69,25 @@ def _short(text: str, length: int = 80) -> str:
 # --- workspaces and roles ---------------------------------------------------------------
 
 
+# The settings that govern what is served: the services' own tables, so a
+# setting added there is read-only here without a change to this file.
+# Names and descriptions are labels, not policy.
+LABELS = ("name", "description")
+WORKSPACE_GOVERNED = tuple(f for f in services.WORKSPACE_SETTINGS if f not in LABELS)
+AGENT_GOVERNED = tuple(f for f in services.AGENT_SETTINGS if f not in LABELS)
+
+
+def _settings_link(url: str, what: str) -> str:
+    return format_html(
+        '<a href="{}">Change {} on the settings page</a> — there a tightening applies at once and a '
+        "weakening waits for a second admin; the Django admin cannot change them.", url, what)
+
+
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "agent_count", "created_at")
     search_fields = ("slug", "name")
-    readonly_fields = ("created_at",)
+    fields = ("slug", "name", "settings_page", *WORKSPACE_GOVERNED, "created_at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
         return super().get_queryset(request).annotate(n_agents=Count("agents", distinct=True))
@@ -80,9 +96,19 @@ class WorkspaceAdmin(admin.ModelAdmin):
     def agent_count(self, obj: Any) -> int:
         return int(getattr(obj, "n_agents", 0))
 
+    @admin.display(description="governed settings")
+    def settings_page(self, obj: Any) -> str:
+        if obj is None or not obj.pk:
+            return ("Set on the workspace settings page once the workspace exists; a new workspace starts at "
+                    "the safe defaults.")
+        return _settings_link(reverse("workspace-settings", args=[obj.slug]), "these")
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Slugs appear in URLs and audit trails; renaming one breaks both.
-        return ("slug", "created_at") if obj else ("created_at",)
+        # Governed settings change only through services.update_workspace
+        # (the settings page, staff REST), never as a silent no-op here.
+        return ("slug", "settings_page", *WORKSPACE_GOVERNED, "created_at") if obj else (
+            "settings_page", *WORKSPACE_GOVERNED, "created_at")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -166,7 +192,7 @@ class AgentAdmin(admin.ModelAdmin):
     inlines = (ToolSettingInline,)
     fieldsets = (
         (None, {"fields": ("workspace", "slug", "name", "description", "is_active")}),
-        ("Context and writes", {"fields": ("strategy", "write_policy", "token_encoding")}),
+        ("Context and writes", {"fields": ("settings_page", "strategy", "write_policy", "token_encoding")}),
         ("Limits (characters)", {"fields": ("limit_soul", "limit_about", "limit_tools", "limit_user", "limit_memory")}),
         (
             "Consolidation",
@@ -179,11 +205,12 @@ class AgentAdmin(admin.ModelAdmin):
     # Settings that govern what is served (write policy, limits, backend…)
     # change in the console, where weakening them takes a second admin; here
     # only the label and the on/off switch.
-    readonly_fields = (  # type: ignore[assignment]
-        "workspace", "slug", "strategy", "write_policy", "token_encoding", "limit_soul", "limit_about",
-        "limit_tools", "limit_user", "limit_memory", "consolidation_backend", "gate_hours", "gate_sessions",
-        "daily_budget_usd", "staleness_ttl_days", "created_at", "updated_at",
-    )
+    readonly_fields = ("workspace", "slug", "settings_page", *AGENT_GOVERNED,  # type: ignore[assignment]
+                       "created_at", "updated_at")
+
+    @admin.display(description="governed settings")
+    def settings_page(self, obj: Any) -> str:
+        return _settings_link(reverse("agent", args=[obj.slug]), "these") if obj and obj.pk else ""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

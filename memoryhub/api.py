@@ -5,6 +5,7 @@ names the agent, so no path can reach another agent's data."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -69,10 +70,43 @@ def parse_if_match(value: str | None) -> int | None:
     return int(match.group(1))
 
 
+def absent_nulls(fields: Mapping[str, serializers.Field[Any, Any, Any, Any]], data: dict[str, Any]) -> dict[str, Any]:
+    """`null` for an optional field means the field is absent: clients
+    generated from a schema, and models in strict mode, send `"reason":
+    null` for what they leave out. Only where null has no meaning of its own
+    (a field that allows null keeps it), and a required field stays
+    required. Applied to nested objects, lists of objects and maps."""
+    cleaned: dict[str, Any] = {}
+    for key, value in data.items():
+        field = fields.get(key)
+        if field is None:
+            cleaned[key] = value
+        elif value is None:
+            if field.required or field.allow_null:
+                cleaned[key] = value
+        else:
+            cleaned[key] = _absent_nulls_in(field, value)
+    return cleaned
+
+
+def _absent_nulls_in(field: Any, value: Any) -> Any:
+    if isinstance(field, serializers.ListSerializer | serializers.ListField) and isinstance(value, list):
+        return [_absent_nulls_in(field.child, item) for item in value]
+    if isinstance(field, serializers.Serializer) and isinstance(value, dict):
+        return absent_nulls(field.fields, value)
+    if isinstance(field, serializers.DictField) and isinstance(value, dict):
+        # A map's keys are optional entries ({"MEMORY.md": null} sets nothing).
+        return {k: _absent_nulls_in(field.child, v) for k, v in value.items()
+                if v is not None or field.child.allow_null}
+    return value
+
+
 def parse_input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """A request body through its InputSerializer, the one door every API
+    body passes (agent and staff routes alike)."""
     if not isinstance(data, dict):
         raise errors.Invalid("The request body must be a JSON object.")
-    serializer = serializer_class(data=data)
+    serializer = serializer_class(data=absent_nulls(serializer_class().fields, data))
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
@@ -167,6 +201,10 @@ class MemoryFileView(AgentAPIView):
         stale = serializers.BooleanField()
         blocked = serializers.ListField(child=serializers.CharField())
         withheld = serializers.BooleanField()
+        as_data = serializers.CharField(
+            help_text="`content` as a model should be handed it: inside <<MEMORY-DATA …>> markers when the agent "
+            "spotlights (USER.md, MEMORY.md); `content` itself stays plain for read-modify-write."
+        )
 
     class WrittenSerializer(serializers.Serializer):
         file = serializers.CharField()
@@ -177,6 +215,9 @@ class MemoryFileView(AgentAPIView):
     class PendingSerializer(serializers.Serializer):
         proposal = serializers.IntegerField()
         status = serializers.CharField()
+        duplicate = serializers.BooleanField(
+            required=False, help_text="Present (true) when the same change by this agent was already waiting: "
+            "`proposal` names that one, and nothing new was filed.")
 
     @extend_schema(
         operation_id="read_memory",
@@ -200,6 +241,9 @@ class MemoryFileView(AgentAPIView):
                 "stale": view.stale,
                 "blocked": list(served.blocked),
                 "withheld": view.withheld,
+                # The text as a model should be handed it: inside data
+                # markers when the agent spotlights (USER.md, MEMORY.md).
+                "as_data": context.as_data(agent=self.agent, kind=view.kind, text=served.text),
             }
         )
 
@@ -209,6 +253,7 @@ class MemoryFileView(AgentAPIView):
             FILE_PARAM,
             USER_PARAM,
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='Expected version, e.g. "3".'),
+            idempotency.PARAMETER,
         ],
         request=InputSerializer,
         responses={
@@ -217,6 +262,7 @@ class MemoryFileView(AgentAPIView):
             **error_responses(400, 401, 403, 404, 412, 422, 429),
         },
     )
+    @idempotency.idempotent
     def put(self, request: Request, file: str) -> Response:
         data = parse_input(self.InputSerializer, request.data)
         result = services.write_memory(
@@ -261,8 +307,10 @@ class ToolsView(AgentAPIView):
     def put(self, request: Request) -> Response:
         if not isinstance(request.data, dict) or "tools" not in request.data:
             raise errors.Invalid("Send {\"tools\": [{name, description, parameters}, …]}.", field="tools")
-        return Response(self.shape(services.replace_tools(agent=self.agent, tools=request.data["tools"],
-                                                          actor=self.agent)))
+        # The registry's own validation (services.validate_tools) reads the
+        # body; nulls for optional tool fields are dropped first, as for every body.
+        data = absent_nulls(self.InputSerializer().fields, request.data)
+        return Response(self.shape(services.replace_tools(agent=self.agent, tools=data["tools"], actor=self.agent)))
 
 
 class SessionsView(AgentAPIView):
@@ -380,7 +428,10 @@ class MemorySearchEntryView(AgentAPIView):
 def write_answer(*, file: str, result: services.WriteResult) -> Response:
     """A write's answer, whatever wrote it: 200 applied, 202 pending review."""
     if result.proposal is not None:
-        return Response({"proposal": result.proposal.pk, "status": "pending"}, status=status.HTTP_202_ACCEPTED)
+        pending: dict[str, Any] = {"proposal": result.proposal.pk, "status": "pending"}
+        if result.duplicate:
+            pending["duplicate"] = True
+        return Response(pending, status=status.HTTP_202_ACCEPTED)
     body: dict[str, Any] = {"file": file, "version": result.version, "chars": result.chars}
     if result.warning:
         body["warning"] = result.warning
@@ -394,6 +445,7 @@ _ENTRY_PARAMS = [
     FILE_PARAM,
     USER_PARAM,
     OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, description='Expected version, e.g. "3".'),
+    idempotency.PARAMETER,
 ]
 _ENTRY_RESPONSES = {
     200: MemoryFileView.WrittenSerializer,
@@ -432,6 +484,7 @@ class MemoryEntriesView(AgentAPIView):
 
     @extend_schema(operation_id="add_memory_entry", parameters=_ENTRY_PARAMS, request=AddSerializer,
                    responses=_ENTRY_RESPONSES)
+    @idempotency.idempotent
     def post(self, request: Request, file: str) -> Response:
         data = parse_body(self.AddSerializer, request)
         result = services.add_entry(**self.target(request, file), text=data["text"], reason=data["reason"])
@@ -439,6 +492,7 @@ class MemoryEntriesView(AgentAPIView):
 
     @extend_schema(operation_id="replace_memory_entry", parameters=_ENTRY_PARAMS, request=ReplaceSerializer,
                    responses=_ENTRY_RESPONSES)
+    @idempotency.idempotent
     def patch(self, request: Request, file: str) -> Response:
         data = parse_body(self.ReplaceSerializer, request)
         result = services.replace_entry(**self.target(request, file), old_text=data["old_text"],
@@ -447,6 +501,7 @@ class MemoryEntriesView(AgentAPIView):
 
     @extend_schema(operation_id="remove_memory_entry", parameters=_ENTRY_PARAMS, request=RemoveSerializer,
                    responses=_ENTRY_RESPONSES)
+    @idempotency.idempotent
     def delete(self, request: Request, file: str) -> Response:
         data = parse_body(self.RemoveSerializer, request)
         result = services.remove_entry(**self.target(request, file), old_text=data["old_text"],

@@ -11,9 +11,10 @@ class MemoryhubConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate, pre_migrate
 
-        from memoryhub import login_throttle, signals  # noqa: F401  (history plumbing)
+        from memoryhub import accesslog, login_throttle, signals  # noqa: F401  (history plumbing)
 
         login_throttle.connect()
+        accesslog.install()
 
         pre_migrate.connect(_before_migrate, sender=self)
         post_migrate.connect(_reinstall_append_only_triggers, sender=self)

@@ -23,7 +23,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memoryhub import demo_history, immutability, services
+from memoryhub import demo_history, errors, immutability, services
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -1168,6 +1168,21 @@ def _seed_base(seeder: _Seeder, *, sessions: bool) -> tuple[dict[str, Agent], di
     return agents, users
 
 
+def _current_role() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        return str(cursor.fetchone()[0])
+
+
+def _not_the_owner() -> str:
+    return (f"the database role {_current_role()!r} may not open the seeding window: under role separation only "
+            "the tables' owner (the role migrate runs as, MIGRATE_DATABASE_URL) may, so the "
+            f"{demo_history.HISTORY_DAYS} days of demo history cannot be written as this role. Nothing was "
+            "seeded and the database is still empty. Seed it once as the owner "
+            "(DATABASE_URL=\"$MIGRATE_DATABASE_URL\" python manage.py seed_demo), or seed the demo without "
+            "history as this role (python manage.py seed_demo --no-history).")
+
+
 def _seed_history(seeder: _Seeder) -> None:
     """On an empty database only: the workspace as it was set up 14 days ago
     and 14 days of use since, in one transaction inside the seeding window
@@ -1176,9 +1191,19 @@ def _seed_history(seeder: _Seeder) -> None:
     with transaction.atomic():
         if not immutability.open_seed_window(connection, note=f"seed_demo: {demo_history.HISTORY_DAYS} days of "
                                              f"demo history, written {now:%Y-%m-%d %H:%M} UTC"):
-            if immutability.seed_window(connection) is None:
-                seeder.report.skipped.append("the 14 days of history (the database already held data; history "
-                                             "is only ever seeded into an empty database)")
+            if immutability.seed_window(connection) is not None:
+                return  # seeded before; nothing to say
+            if not immutability.may_open_seed_window(connection):
+                if immutability.database_is_empty(connection):
+                    # Seeding the rest now would make the database non-empty
+                    # and the history impossible for good: stop instead.
+                    raise errors.Invalid(_not_the_owner(), reason="seed_window_refused")
+                seeder.report.skipped.append(
+                    f"the {demo_history.HISTORY_DAYS} days of history (the database already held data, and the "
+                    f"database role {_current_role()!r} may not open the seeding window anyway)")
+                return
+            seeder.report.skipped.append(f"the {demo_history.HISTORY_DAYS} days of history (the database already "
+                                         "held data; history is only ever seeded into an empty database)")
             return
         with demo_history.demo_clock(now - timedelta(days=demo_history.HISTORY_DAYS)):
             agents, users = _seed_base(seeder, sessions=False)

@@ -1,4 +1,5 @@
-"""`Idempotency-Key` for API POSTs that create things.
+"""`Idempotency-Key` for API writes: POSTs that create things, and the
+memory writes (PUT of a file, POST/PATCH/DELETE of an entry).
 
 A client that does not know whether its POST arrived (a timeout, a dropped
 connection) sends it again with the same key and gets the first answer,
@@ -73,7 +74,23 @@ def _key(request: Request) -> str | None:
     return key
 
 
-def _claim(principal: str, key: str, digest: str) -> IdempotencyRecord | None:
+def _subject(request: Request, kwargs: dict[str, Any]) -> str:
+    """The end user a request is about: `?user=`, the body's `user`, or the
+    session in its path (the API names users no other way)."""
+    data = request.data if isinstance(request.data, dict) else {}
+    for value in (request.query_params.get("user"), data.get("user")):
+        if isinstance(value, str) and value:
+            return value[:255]
+    session_id = kwargs.get("session_id")
+    if session_id is not None:
+        from memoryhub.models import AgentSession
+
+        found = AgentSession.objects.filter(pk=session_id).values_list("user_ref", flat=True).first()
+        return found or ""
+    return ""
+
+
+def _claim(principal: str, key: str, digest: str, user_ref: str = "") -> IdempotencyRecord | None:
     """Claim the key (None), or return the record of the first request."""
     now = timezone.now()
     expires_at = now + timedelta(seconds=settings.MEMORYHUB_IDEMPOTENCY_TTL_SECONDS)
@@ -81,7 +98,7 @@ def _claim(principal: str, key: str, digest: str) -> IdempotencyRecord | None:
         try:
             with transaction.atomic():
                 IdempotencyRecord.objects.create(principal=principal, key=key, request_hash=digest,
-                                                 expires_at=expires_at)
+                                                 user_ref=user_ref, expires_at=expires_at)
             return None
         except IntegrityError:
             # Waited for the first request's transaction; its answer is stored.
@@ -98,7 +115,7 @@ def _replay(record: IdempotencyRecord) -> Response:
 
 
 def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
-    """Decorate an APIView's `post` that creates something."""
+    """Decorate an APIView's handler that creates or changes something."""
 
     @functools.wraps(handler)
     def wrapper(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -107,7 +124,7 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
             return handler(view, request, *args, **kwargs)
         principal, digest = _principal(request), _digest(request)
         with transaction.atomic():
-            existing = _claim(principal, key, digest)
+            existing = _claim(principal, key, digest, _subject(request, kwargs))
             if existing is not None:
                 if existing.request_hash != digest:
                     raise errors.IdempotencyKeyReused(

@@ -130,13 +130,14 @@ TEXT, PSEUDONYM, STAMP, DETAILS, RATIONALE, NO_FINDINGS = (
     "text", "pseudonym", "stamp", "details", "rationale", "no_findings")
 _REDACTED_STAMPS = {"redacted_at": STAMP, "redacted_by": STAMP}
 REDACTABLE: dict[str, dict[str, str]] = {
-    HISTORY: {"content": TEXT, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
+    HISTORY: {"content": TEXT, "history_change_reason": TEXT, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
     LOG: {"content": TEXT, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
     AUDIT: {"summary": TEXT, "details": DETAILS, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
     PROPOSAL: {"base_content": TEXT, "proposed_content": TEXT, "diff": TEXT, "rationale": RATIONALE,
-               "pii": NO_FINDINGS, "user_ref": PSEUDONYM, **_REDACTED_STAMPS},
+               "reason": TEXT, "decision_comment": TEXT, "pii": NO_FINDINGS, "user_ref": PSEUDONYM,
+               **_REDACTED_STAMPS},
     RUN: {"error": TEXT, "user_ref": PSEUDONYM},
-    SERVED: {"user_ref": PSEUDONYM},
+    SERVED: {"user_ref": PSEUDONYM, "withheld_reason": TEXT},
 }
 
 
@@ -362,6 +363,8 @@ $$;
 # nothing of the caller's reaches SQL but values.
 def _pg_redact_function(schema: str) -> str:
     tomb = "CASE WHEN {c} = '' THEN '' ELSE p_tombstone END"
+    # simple-history stores "no reason" as NULL.
+    tomb_null = "CASE WHEN coalesce({c}, '') = '' THEN {c} ELSE p_tombstone END"
     pseud = "coalesce(p_pseudonym, user_ref)"
     stamps = "redacted_at = now(), redacted_by = p_by"
     rationale = ("coalesce((SELECT jsonb_agg(jsonb_build_object('kind', r->'kind', 'evidence', "
@@ -384,13 +387,15 @@ BEGIN
     END IF;
     PERFORM set_config('{PG_REDACTING}', 'on', true);
     IF p_what = 'history' THEN
-        UPDATE {HISTORY} SET content = {tomb.format(c="content")}, user_ref = {pseud}, {stamps}
+        UPDATE {HISTORY} SET content = {tomb.format(c="content")},
+            history_change_reason = {tomb_null.format(c="history_change_reason")}, user_ref = {pseud}, {stamps}
             WHERE history_id = ANY(p_ids);
     ELSIF p_what = 'log' THEN
         UPDATE {LOG} SET content = p_tombstone, user_ref = {pseud}, {stamps} WHERE id = ANY(p_ids);
     ELSIF p_what = 'proposal' THEN
         UPDATE {PROPOSAL} SET base_content = {tomb.format(c="base_content")},
             proposed_content = {tomb.format(c="proposed_content")}, diff = {tomb.format(c="diff")},
+            reason = {tomb.format(c="reason")}, decision_comment = {tomb.format(c="decision_comment")},
             rationale = {rationale}, pii = '[]'::jsonb, user_ref = {pseud}, {stamps} WHERE id = ANY(p_ids);
     ELSIF p_what = 'audit' THEN
         UPDATE {AUDIT} SET {audit} WHERE id = ANY(p_ids);
@@ -399,7 +404,8 @@ BEGIN
     ELSIF p_what = 'run' THEN
         UPDATE {RUN} SET error = {tomb.format(c="error")}, user_ref = {pseud} WHERE id = ANY(p_ids);
     ELSIF p_what = 'served' THEN
-        UPDATE {SERVED} SET user_ref = {pseud} WHERE id = ANY(p_ids);
+        UPDATE {SERVED} SET user_ref = {pseud}, withheld_reason = {tomb.format(c="withheld_reason")}
+            WHERE id = ANY(p_ids);
     ELSE
         RAISE EXCEPTION 'memoryhub: nothing to redact called %', p_what USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -612,6 +618,23 @@ def open_seed_window(connection: Any, note: str) -> bool:
     except DatabaseError:
         return False
     return True
+
+
+def database_is_empty(connection: Any) -> bool:
+    """The condition under which the database accepts a seeding window."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT CASE WHEN {_EMPTY} THEN 1 ELSE 0 END")
+        return bool(cursor.fetchone()[0])
+
+
+def may_open_seed_window(connection: Any) -> bool:
+    """Whether the connected role may insert the window row at all: on
+    PostgreSQL only the tables' owner may (memoryhub.db_roles)."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT has_table_privilege(current_user, %s, 'INSERT')", [SEED_WINDOW])
+        return bool(cursor.fetchone()[0])
 
 
 def close_seed_window(connection: Any) -> None:

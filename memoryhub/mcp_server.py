@@ -18,12 +18,14 @@ every request (a revoked key stops working at once).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -83,7 +85,7 @@ def _view(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
         return ToolAnswer(f"{header}\n\n{served.text} (a reviewer took this version out of service)", data)
     if not view.exists:
         return ToolAnswer(f"{header}\n\n({view.kind} is empty: nothing is stored yet.)", data)
-    return ToolAnswer(f"{header}\n\n{served.text}", data)
+    return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind=view.kind, text=served.text)}", data)
 
 
 def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
@@ -95,11 +97,17 @@ def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
     for number, hit in enumerate(results, start=1):
         where = hit["file"] if hit["source"] == "file" else f"log of session {hit['session']}, {hit['created_at']}"
         lines.append(f"{number}. [{where}] {hit['snippet']}")
-    return ToolAnswer("\n".join(lines), {"results": results})
+    return ToolAnswer(context.as_data(agent=agent, kind="search", text="\n".join(lines)), {"results": results})
 
 
 def _written(agent: Agent, kind: str, result: services.WriteResult, done: str) -> ToolAnswer:
     if result.proposal is not None:
+        if result.duplicate:
+            return ToolAnswer(
+                f"The same change is already waiting for review as proposal #{result.proposal.pk} (pending); "
+                "nothing new was filed. Nothing is served until a person approves it.",
+                {"proposal": result.proposal.pk, "status": "pending", "duplicate": True},
+            )
         return ToolAnswer(
             f"Sent for review as proposal #{result.proposal.pk} (pending): nothing is served until a person "
             "approves it.",
@@ -159,8 +167,23 @@ def _as_result(answer: ToolAnswer) -> types.CallToolResult:
                                 structured_content=answer.data)
 
 
+# The services' sentences name the REST API's query parameters; a tool's
+# caller knows only the tool's arguments (memoryhub.tool_schemas).
+REST_TO_TOOL_FIELDS = {"q": "query"}
+REST_TO_TOOL_WORDS = (("as ?q=…", "as `query`"), ("pass ?user=<user_ref>", "pass `user`"))
+
+
+def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    for rest, tool in REST_TO_TOOL_WORDS:
+        detail = detail.replace(rest, tool)
+    if extra.get("field") in REST_TO_TOOL_FIELDS:
+        extra = {**extra, "field": REST_TO_TOOL_FIELDS[extra["field"]]}
+    return detail, extra
+
+
 def _as_error(code: str, detail: str, extra: dict[str, Any] | None = None) -> types.CallToolResult:
-    body = {"code": code, "detail": detail, **(extra or {})}
+    detail, extra = _in_tool_words(detail, extra or {})
+    body = {"code": code, "detail": detail, **extra}
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{code}: {detail}")],
                                 structured_content={"error": body}, is_error=True)
 
@@ -216,57 +239,208 @@ def build_server(*, agent_slug: str | None = None) -> Server[Any]:
 
 async def serve_stdio(agent_slug: str) -> None:
     server = build_server(agent_slug=agent_slug)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    async with stdio_server() as (stdin, stdout):
+        await serve_until_answered(server, stdin, stdout)
+
+
+async def serve_until_answered(server: Server[Any], stdin: Any, stdout: Any) -> None:
+    """Run the server between stdin and stdout, and when stdin closes, keep
+    it running until every request already read has its answer written.
+
+    A client that sends `tools/call` and then closes its end of the pipe
+    (a shell `echo … | manage.py mcp_stdio`, a runtime shutting down) would
+    otherwise see the server cancel the call midway: the SDK ends its loop,
+    and cancels what is in flight, the moment the read side closes. A write
+    already in the database commits or rolls back in its own transaction
+    either way; this makes sure the answer reaches the client too.
+    MEMORYHUB_MCP_STDIO_DRAIN_SECONDS bounds the wait."""
+    to_server, server_reads = anyio.create_memory_object_stream[Any](0)
+    server_writes, from_server = anyio.create_memory_object_stream[Any](0)
+    waiting: set[Any] = set()
+    answered = anyio.Event()
+
+    async def pump_in() -> None:
+        nonlocal answered
+        async with to_server:
+            async for item in stdin:
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCRequest):
+                    waiting.add(message.id)
+                await to_server.send(item)
+            with anyio.move_on_after(settings.MEMORYHUB_MCP_STDIO_DRAIN_SECONDS):
+                while waiting:
+                    await answered.wait()
+                    answered = anyio.Event()
+            if waiting:
+                logger.warning("stdin closed; %d request(s) still unanswered after %s s", len(waiting),
+                               settings.MEMORYHUB_MCP_STDIO_DRAIN_SECONDS)
+
+    async def pump_out() -> None:
+        async with from_server, stdout:
+            async for item in from_server:
+                await stdout.send(item)
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id in waiting:
+                    waiting.discard(message.id)
+                    answered.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pump_in)
+        group.start_soon(pump_out)
+        async with server_writes:
+            await server.run(server_reads, server_writes, server.create_initialization_options())
 
 
 # --- HTTP ---------------------------------------------------------------------------------------
 
 
-def _error(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "detail": detail}}, status_code=status, headers=headers)
+# JSON-RPC error codes of our own, in the implementation-defined band
+# (-32000 and -32001 are the SDK's).
+RPC_NOT_AUTHENTICATED = -32010
+RPC_LIMITED = -32011
+RPC_UNAVAILABLE = -32012
+
+
+def _error(status: int, code: str, detail: str, headers: dict[str, str] | None = None, *,
+           rpc_code: int = types.INVALID_REQUEST) -> JSONResponse:
+    """A refusal an MCP client can show: a JSON-RPC error (the SDK's client
+    surfaces its `message`) carrying our machine code and sentence in `data`,
+    as the REST API's error body carries them."""
+    body = {"jsonrpc": "2.0", "id": None,
+            "error": {"code": rpc_code, "message": detail, "data": {"code": code, "detail": detail}}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 @dataclass(frozen=True)
 class _Checked:
     agent: Agent | None = None
+    key_id: int | None = None
     refusal: JSONResponse | None = None
 
 
 def _authenticate(authorization: str) -> _Checked:
     """The agent behind an Authorization header, under the same key lookup
-    and per-key rate limit as the REST API (one budget for both doors)."""
+    and per-key rate limit as the REST API (one budget for both doors).
+
+    A 401 here carries no `WWW-Authenticate: Bearer` challenge: MCP clients
+    read one as "this server speaks OAuth" and start a discovery and login
+    flow that MemoryHub does not offer (keys are issued by an admin), ending
+    in an error that hides the real one. The body says what to send."""
     close_old_connections()
     try:
         scheme, _, secret = authorization.partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
-            return _Checked(refusal=_error(401, "not_authenticated",
-                                           "Authenticate with 'Authorization: Bearer <agent API key>'.",
-                                           {"WWW-Authenticate": 'Bearer realm="memoryhub"'}))
+            return _Checked(refusal=_error(
+                401, "not_authenticated", "This MCP server needs an agent API key: send 'Authorization: Bearer "
+                "<agent API key>' (an admin issues keys with `manage.py issue_agent_key` or in the console).",
+                rpc_code=RPC_NOT_AUTHENTICATED))
         found = services.agent_for_key(secret.strip())
         if found is None:
-            return _Checked(refusal=_error(401, "not_authenticated",
-                                           "This API key is unknown or has been revoked.",
-                                           {"WWW-Authenticate": 'Bearer realm="memoryhub"'}))
+            return _Checked(refusal=_error(401, "not_authenticated", "This API key is unknown or has been revoked.",
+                                           rpc_code=RPC_NOT_AUTHENTICATED))
         agent, key = found
         throttle = AgentKeyThrottle()
         if not throttle.allow_request(SimpleNamespace(auth=AgentAuth(agent=agent, key=key)), None):  # type: ignore[arg-type]
             wait = int(throttle.wait())
             return _Checked(refusal=_error(429, "throttled", f"Too many requests; try again in {wait} seconds.",
-                                           {"Retry-After": str(wait)}))
+                                           {"Retry-After": str(wait)}, rpc_code=RPC_LIMITED))
         services.touch_last_used(type(key), key.pk, key.last_used_at)
-        return _Checked(agent=agent)
+        return _Checked(agent=agent, key_id=key.pk)
     finally:
         close_old_connections()
+
+
+def _bad_id(message: Any) -> str | None:
+    """What is wrong with a message's id, if anything: JSON-RPC 2.0 allows a
+    string or a number, MCP narrows it to a string or an integer, never
+    null. A bad id made the SDK take a request for a notification and answer
+    202 with nothing, so the client waited forever."""
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    value = message["id"]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    kind = {dict: "an object", list: "an array", bool: "a boolean", float: "a fractional number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+    return f"The request's id is {kind}; an id must be a string or an integer."
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None when it is over the limit."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+class StreamLimits:
+    """Open `GET /mcp/` event streams in this process, per key and in all.
+    Touched only from the event loop's thread, so plain counters suffice."""
+
+    def __init__(self) -> None:
+        self.per_key: dict[int, int] = {}
+        self.total = 0
+
+    def refusal(self, key_id: int) -> JSONResponse | None:
+        per_key = settings.MEMORYHUB_MCP_STREAMS_PER_KEY
+        most = settings.MEMORYHUB_MCP_STREAMS_MAX
+        lifetime = int(settings.MEMORYHUB_MCP_STREAM_MAX_SECONDS)
+        if self.per_key.get(key_id, 0) >= per_key:
+            return _error(429, "too_many_streams",
+                          f"This key already holds {per_key} open event streams (GET /mcp/), the most one key may "
+                          f"hold; close one first. Each stream ends after {lifetime} seconds.",
+                          {"Retry-After": str(max(1, min(lifetime, 60)))}, rpc_code=RPC_LIMITED)
+        if self.total >= most:
+            return _error(503, "unavailable",
+                          f"The server holds its most open event streams ({most}); try again shortly. Tool "
+                          "calls (POST /mcp/) are not affected.", {"Retry-After": "5"}, rpc_code=RPC_UNAVAILABLE)
+        return None
+
+    def open(self, key_id: int) -> None:
+        self.per_key[key_id] = self.per_key.get(key_id, 0) + 1
+        self.total += 1
+
+    def close(self, key_id: int) -> None:
+        left = self.per_key.get(key_id, 1) - 1
+        if left > 0:
+            self.per_key[key_id] = left
+        else:
+            self.per_key.pop(key_id, None)
+        self.total -= 1
 
 
 class AgentKeyAuth:
     """ASGI middleware in front of the MCP transport: the Host must be one
     Django serves (ALLOWED_HOSTS), and every request carries a usable agent
-    key, whose agent the tools then act as."""
+    key, whose agent the tools then act as. An event stream counts against
+    its key's and the process's limits and ends after its lifetime; a POST's
+    body is read here (bounded) so a bad JSON-RPC id is refused with -32600."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.streams = StreamLimits()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -279,8 +453,60 @@ class AgentKeyAuth:
         if checked.refusal is not None:
             await checked.refusal(scope, receive, send)
             return
+        assert checked.key_id is not None
         scope.setdefault("state", {})[_STATE_KEY] = checked.agent
+        method = scope.get("method", "")
+        if method == "GET":
+            await self._stream(checked.key_id, scope, receive, send)
+            return
+        if method == "POST":
+            body = await _read_body(receive, settings.MEMORYHUB_MCP_MAX_BODY_BYTES)
+            if body is None:
+                await _error(413, "too_large", f"The request body is over "
+                             f"{settings.MEMORYHUB_MCP_MAX_BODY_BYTES} bytes.")(scope, receive, send)
+                return
+            problem = self._id_problem(body)
+            if problem is not None:
+                await _error(400, "invalid", problem)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    @staticmethod
+    def _id_problem(body: bytes) -> str | None:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return None  # the SDK answers a parse error (-32700) itself
+        messages = parsed if isinstance(parsed, list) else [parsed]
+        return next((problem for problem in map(_bad_id, messages) if problem), None)
+
+    async def _stream(self, key_id: int, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = self.streams.refusal(key_id)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        self.streams.open(key_id)
+        started = finished = False
+
+        async def tracked(message: Any) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                finished = True
+            await send(message)
+
+        try:
+            with anyio.move_on_after(settings.MEMORYHUB_MCP_STREAM_MAX_SECONDS):
+                await self.app(scope, receive, tracked)
+            if started and not finished:
+                # The lifetime ran out: end the stream cleanly; an MCP
+                # client opens a new one when it needs it.
+                with anyio.CancelScope(shield=True):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.streams.close(key_id)
 
 
 @dataclass

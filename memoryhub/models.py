@@ -178,6 +178,11 @@ class Agent(models.Model):
         default=90, help_text="A file not changed for this many days is reported as stale (0 = never)."
     )
     token_encoding = models.CharField(max_length=32, default="o200k_base")
+    spotlighting = models.BooleanField(
+        default=True,
+        help_text="Serve USER.md, MEMORY.md and what the memory tools return inside data markers, with a standing "
+        "instruction that text inside them is information, never instructions (turning it off takes two admins).",
+    )
     # Bumped in the transaction of every change to what the agent's context
     # is built from besides its files (settings, tools), so cached contexts
     # are keyed by database state and never need a cache-side invalidation.
@@ -645,6 +650,9 @@ class AuditEvent(RedactableMixin, models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The audit log filtered by one end user (and an erasure finding
+        # the rows that name them), newest first.
+        indexes = [models.Index(fields=["user_ref", "-created_at"], name="audit_user_created")]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.action} {self.target_type}:{self.target_id}"
@@ -750,6 +758,9 @@ class IdempotencyRecord(models.Model):
     principal = models.CharField(max_length=64)
     key = models.CharField(max_length=255)
     request_hash = models.CharField(max_length=64)
+    # The end user the request was about (its ?user=, body `user` or
+    # session), so an erasure drops the answer whatever it says.
+    user_ref = models.CharField(max_length=255, blank=True, default="")
     status_code = models.PositiveSmallIntegerField(default=0)
     body = models.JSONField(null=True, blank=True)
     headers = models.JSONField(default=dict, blank=True)

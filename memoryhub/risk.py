@@ -12,9 +12,11 @@ proposal is risky, in words a reviewer knows:
 - `scanner_findings`: today's scanner finds something in the proposed text
   (rules tighten after a proposal is made).
 - `pii`: the workspace's personal-data policy flagged the proposed text.
-- `agent_directed`: an added line tells the agent what to do ("always …",
-  "never …", "you must …") rather than stating a fact. The scanner refuses
-  the permission-widening kind outright; this tag marks the rest for a look.
+- `agent_directed`: the scanner's structure model reads a directive to the
+  agent in an added line (a persona set-up, a claimed system turn, a
+  dictated answer …) that is not enough to refuse it. The tag comes with
+  that reading, highlighted (`added_directives`), so a reviewer sees why;
+  "always be polite" or "never share account numbers" carry none.
 - `large_change`: many lines, or a large share of the file, change.
 
 Pure functions over text: no database, so every creator (agent writes,
@@ -55,12 +57,6 @@ TAG_LABELS = {
 
 # Digits with their separators: "1,200.50", "KC-104233", "2026-11-30" are one token each.
 _NUMBER = re.compile(r"\d(?:[\d.,:/\-]*\d)?")
-_DIRECTIVE = re.compile(
-    r"\b(?:always|never|must|should|shall|do\s+not|don'?t|make\s+sure|remember\s+to|from\s+now\s+on|"
-    r"you\s+(?:are|will|can|may|need)|the\s+agent\s+(?:must|should|will|may|can)|ignore|prefer|instead\s+of|"
-    r"immer|niemals|nie|muss|siempre|nunca|debe|toujours|jamais|doit)\b",
-    re.IGNORECASE,
-)
 
 
 def _changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
@@ -80,6 +76,21 @@ def _numbers(lines: Iterable[str]) -> set[str]:
     return {m.group(0).rstrip(".,:/-") for line in lines for m in _NUMBER.finditer(line)}
 
 
+def added_directives(*, old: str, new: str) -> list[tuple[int, str, scanner.Directive]]:
+    """Each directive the structure model reads in a line `new` adds to
+    `old`: (the line's offset in `new`, the line, the directive; its offsets
+    are in normalize(line))."""
+    old_lines = set(old.splitlines())
+    found: list[tuple[int, str, scanner.Directive]] = []
+    offset = 0
+    for line in new.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip() and body not in old_lines:
+            found.extend((offset, body, directive) for directive in scanner.directives(body))
+        offset += len(line)
+    return found
+
+
 def tags_for(*, kind: str, old: str, new: str, pii: list[dict[str, str]] | None = None) -> list[str]:
     """The risk tags of a change from `old` to `new` of a file of `kind`, in TAGS order."""
     removed, added = _changed_lines(old, new)
@@ -96,8 +107,7 @@ def tags_for(*, kind: str, old: str, new: str, pii: list[dict[str, str]] | None 
         found.add("scanner_findings")
     if pii:
         found.add("pii")
-    old_text = set(old.splitlines())
-    if any(_DIRECTIVE.search(line) for line in added_text if line not in old_text):
+    if added_text and added_directives(old=old, new=new):
         found.add("agent_directed")
     old_lines = max(1, len(old.splitlines()))
     changed = len(removed) + len(added)

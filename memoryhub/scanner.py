@@ -42,33 +42,33 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memoryhub.scanning import pii
+from memoryhub.scanning import decoding, pii, structure
 from memoryhub.scanning.base import Finding, Rule, normalize
 from memoryhub.scanning.directives import (
     AccessPlantingRule,
     AgentDirectiveRule,
     CommandAndControlRule,
-    PromptDisclosureRule,
 )
 from memoryhub.scanning.exfiltration import (
     ConversationForwardingRule,
     CredentialExfiltrationRule,
+    MarkupExfiltrationRule,
     SecretFileAccessRule,
 )
 from memoryhub.scanning.injection import (
     ConcealmentRule,
     FakeRoleMarkerRule,
     HiddenInstructionRule,
-    InstructionOverrideRule,
-    RoleHijackRule,
 )
 from memoryhub.scanning.secrets import (
     ApiKeyRule,
+    CardNumberRule,
     HighEntropyStringRule,
     JwtRule,
+    NamedSecretRule,
     PasswordAssignmentRule,
     PrivateKeyRule,
     ProviderTokenRule,
@@ -76,6 +76,13 @@ from memoryhub.scanning.secrets import (
     SecretRule,
     UrlCredentialsRule,
     secret_spans,
+)
+from memoryhub.scanning.structure import (
+    Directive,
+    InjectedInstructionRule,
+    InstructionOverrideRule,
+    PromptDisclosureRule,
+    RoleHijackRule,
 )
 from memoryhub.scanning.unicode import BidiUnicodeRule, InvisibleUnicodeRule
 
@@ -90,19 +97,25 @@ __all__ = (
     "AccessPlantingRule",
     "AgentDirectiveRule",
     "ApiKeyRule",
+    "SEVERITY",
     "BidiUnicodeRule",
+    "CardNumberRule",
     "CacheInfo",
     "CommandAndControlRule",
     "ConcealmentRule",
     "ConversationForwardingRule",
     "CredentialExfiltrationRule",
+    "Directive",
     "FakeRoleMarkerRule",
     "Finding",
     "HiddenInstructionRule",
     "HighEntropyStringRule",
+    "InjectedInstructionRule",
     "InstructionOverrideRule",
     "InvisibleUnicodeRule",
     "JwtRule",
+    "MarkupExfiltrationRule",
+    "NamedSecretRule",
     "PasswordAssignmentRule",
     "PrivateKeyRule",
     "PromptDisclosureRule",
@@ -115,7 +128,9 @@ __all__ = (
     "UrlCredentialsRule",
     "cache_clear",
     "cache_info",
+    "directives",
     "normalize",
+    "raw_span",
     "redact_secrets",
     "rules_fingerprint",
     "scan",
@@ -127,7 +142,7 @@ __all__ = (
 # Bump whenever a rule changes what it finds. Stored with session snapshots
 # and part of every cache key; test_scanner pins it to rules_fingerprint(),
 # so changing a rule without bumping it fails the build.
-RULES_VERSION = "2026.12.3"
+RULES_VERSION = "2026.12.4"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a
@@ -144,8 +159,11 @@ MAX_NORMALIZED_CHARS: int = 2 * MAX_SCAN_CHARS
 # the fact that it also carries a secret or an odd character.
 RULES: tuple[Rule, ...] = (
     FakeRoleMarkerRule(),
-    InstructionOverrideRule(),
+    # A persona set-up that also drops the rules is named for the persona:
+    # that is what a reviewer recognises.
     RoleHijackRule(),
+    InstructionOverrideRule(),
+    InjectedInstructionRule(),
     ConcealmentRule(),
     HiddenInstructionRule(),
     AgentDirectiveRule(),
@@ -154,6 +172,7 @@ RULES: tuple[Rule, ...] = (
     CommandAndControlRule(),
     CredentialExfiltrationRule(),
     ConversationForwardingRule(),
+    MarkupExfiltrationRule(),
     SecretFileAccessRule(),
     PrivateKeyRule(),
     ApiKeyRule(),
@@ -162,12 +181,29 @@ RULES: tuple[Rule, ...] = (
     UrlCredentialsRule(),
     PasswordAssignmentRule(),
     SecretDisclosureRule(),
+    NamedSecretRule(),
+    CardNumberRule(),
     HighEntropyStringRule(),
     InvisibleUnicodeRule(),
     BidiUnicodeRule(),
 )
 SECRET_RULES: tuple[SecretRule, ...] = tuple(rule for rule in RULES if isinstance(rule, SecretRule))
 PII_RULES: tuple[str, ...] = ("iban", "payment_card", "national_id")
+# How bad a finding is, by category: a secret or data sent out is harm done
+# once the text is served; steering is harm the agent may resist; hidden
+# characters and size hide or stall, and a person can judge them.
+SEVERITY: dict[str, str] = {
+    "secret": "critical",
+    "exfiltration": "critical",
+    "prompt_injection": "high",
+    "agent_directive": "high",
+    "unicode": "medium",
+    "size": "medium",
+    "pii": "medium",
+}
+# Rules whose findings are looked for under encodings too. The invisible and
+# bidi rules read the raw text, which a decoded text does not have.
+_DECODED_RULES = tuple(rule for rule in RULES if rule.category != "unicode")
 CATEGORIES: tuple[str, ...] = (
     "prompt_injection",
     "agent_directive",
@@ -215,8 +251,46 @@ def _scan_all_uncached(text: str) -> tuple[Finding, ...]:
     too_large = _too_large(text, normalized)
     if too_large is not None:
         return (too_large,)
-    findings = (rule.find(text, normalized) for rule in RULES)
-    return tuple(finding for finding in findings if finding is not None)
+    found: dict[str, Finding] = {}
+    for rule in RULES:
+        finding = rule.find(text, normalized)
+        if finding is not None:
+            found[rule.name] = replace(finding, severity=SEVERITY.get(finding.category, "high"))
+    if len(found) < len(_DECODED_RULES):
+        _scan_decoded(normalized, found)
+    return tuple(found[rule.name] for rule in RULES if rule.name in found)
+
+
+def _scan_decoded(normalized: str, found: dict[str, Finding], depth: int = 0) -> None:
+    """Rescan what hides under an encoding (base64, hex, rot13, percent and
+    entity encoding, reversed text); a finding there is reported at the
+    encoded span and says how it was decoded. Two levels deep: base64 inside
+    base64 is as easy for a model to read as one layer."""
+    for candidate in decoding.candidates(normalized):
+        inner = normalize(candidate.text)
+        if len(inner) > MAX_NORMALIZED_CHARS:
+            continue
+        for rule in _DECODED_RULES:
+            if rule.name in found:
+                continue
+            finding = rule.find(candidate.text, inner)
+            if finding is not None:
+                found[rule.name] = replace(
+                    finding,
+                    detail=f"Decoded from {candidate.how}: {finding.detail}",
+                    start=candidate.start,
+                    end=candidate.end,
+                    severity=SEVERITY.get(finding.category, "high"),
+                    decoded=candidate.how,
+                )
+        if depth == 0:
+            nested: dict[str, Finding] = {}
+            _scan_decoded(inner, nested, depth + 1)
+            for name, finding in nested.items():
+                found.setdefault(
+                    name, replace(finding, start=candidate.start, end=candidate.end,
+                                  decoded=f"{finding.decoded} inside {candidate.how}")
+                )  # fmt: skip
 
 
 # --- the cache ---------------------------------------------------------------------------------
@@ -311,13 +385,38 @@ def scan_all(text: str) -> list[Finding]:
     return list(_cached("scan", text, _scan_all_uncached))
 
 
+def directives(text: str) -> list[Directive]:
+    """The structure model's reading of a text, clause by clause: each
+    `Directive` says who the clause addresses ("the agent"), what it acts on
+    (`target`: instructions, rules, system prompt …), what it does to it
+    (`action`: ignore, reveal, "you are now" …), its `kind` ("override",
+    "disclosure", "persona set-up", "no-rules persona", "stay in character",
+    "answer twice", "no refusals", "jailbreak persona", "mode switch",
+    "note to automated readers", "claimed system turn", "fake dialogue
+    turn", "hidden from people", "dictated answer", "redirected output",
+    "claimed creator" …), its `weight` and its span (offsets in
+    normalize(text)). `describe()` gives the sentence a reviewer reads:
+    "a directive addressed to the agent ('ignore'), acting on its
+    instructions".
+
+    Everything here is a signal, not a verdict: scan() refuses a text when
+    an override or a disclosure is found, or when the persona or
+    injected-instruction cues add up to three points. Consolidation uses it
+    to tell a directive from a fact ("the user prefers email" has none)."""
+    if len(text) > MAX_SCAN_CHARS:
+        return []
+    return list(structure.analyse(normalize(text)).directives)
+
+
 def scan_pii(text: str) -> list[Finding]:
     """Every IBAN (mod-97 checked), payment card (Luhn-checked) and national
     id (US SSN, UK NINO, Spanish DNI/NIE, French NIR, German tax id) in the
     text, in order, category "pii". Offsets are in normalize(text)."""
     if len(text) > MAX_SCAN_CHARS:
         return []
-    return list(_cached("pii", text, lambda t: tuple(pii.scan_pii_uncached(t))))
+    return list(
+        _cached("pii", text, lambda t: tuple(replace(f, severity=SEVERITY["pii"]) for f in pii.scan_pii_uncached(t)))
+    )
 
 
 def scan_personal(text: str) -> list[Finding]:
@@ -361,6 +460,20 @@ def _normalize_with_origin(text: str) -> tuple[str, list[int] | None]:
     return "".join(pieces), origin
 
 
+def raw_span(text: str, finding: Finding | Directive) -> tuple[int, int]:
+    """A finding's span as offsets in `text` as stored (the text rules report
+    offsets in normalize(text); the invisible/bidi rules raw ones already),
+    for showing it highlighted."""
+    if getattr(finding, "category", "") == "unicode":
+        return finding.start, finding.end
+    _normalized, origin = _normalize_with_origin(text)
+    if origin is None:
+        return finding.start, finding.end
+    start = origin[min(finding.start, len(origin) - 1)]
+    end = origin[min(max(finding.end - 1, finding.start), len(origin) - 1)] + 1
+    return start, min(max(end, start), len(text))
+
+
 def redact_secrets(text: str) -> Redaction:
     """Replace every secret span with `[REDACTED:<rule>]` and leave every
     other character as it was. Only the secret itself goes: "My password is
@@ -387,7 +500,17 @@ def redact_secrets(text: str) -> Redaction:
 
 # --- the version's fingerprint -----------------------------------------------------------------
 
-_RULE_SOURCES = ("base.py", "directives.py", "exfiltration.py", "injection.py", "pii.py", "secrets.py", "unicode.py")
+_RULE_SOURCES = (
+    "base.py",
+    "directives.py",
+    "exfiltration.py",
+    "injection.py",
+    "decoding.py",
+    "pii.py",
+    "secrets.py",
+    "structure.py",
+    "unicode.py",
+)
 
 
 def rules_fingerprint() -> str:

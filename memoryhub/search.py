@@ -155,8 +155,10 @@ def parse_query(text: str) -> Query:
         # PostgreSQL refuses NUL in text outright; no other control character is a word either.
         raise errors.Invalid("The query contains a control character; send plain text.", field="q")
     if text.count('"') % 2:
-        raise errors.Invalid('The query has an unmatched double quote: close the "phrase" or drop the quote.',
-                             field="q")
+        # A stray quote (5" screen, a typo) is punctuation, not a phrase: the
+        # last one, which pairs with nothing, is read as a space.
+        cut = text.rfind('"')
+        text = f"{text[:cut]} {text[cut + 1:]}"
 
     terms: list[Term] = []
     for match in _TOKEN.finditer(text):

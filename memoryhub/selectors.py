@@ -15,8 +15,21 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Case, Count, F, IntegerField, Min, OuterRef, Q, QuerySet, Subquery, Sum, When
-from django.db.models.functions import Length, TruncDate
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    IntegerField,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    TextField,
+    When,
+)
+from django.db.models.functions import Cast, Length, TruncDate
 from django.utils import timezone
 
 from memoryhub import services
@@ -339,10 +352,21 @@ def audit_events(
     action: str = "",
     agent: str = "",
     actor: str = "",
+    user: str = "",
+    text: str = "",
     start: date | None = None,
     end: date | None = None,
 ) -> QuerySet[AuditEvent]:
+    """The events of these workspaces, newest first. `user` is one end
+    user's reference, exactly; `text` is found in the summary, the details
+    or the target id, whatever the case."""
     events = AuditEvent.objects.filter(workspace_id__in=workspace_ids)
+    if user:
+        events = events.filter(user_ref=user)
+    if text:
+        events = events.annotate(details_text=Cast("details", TextField())).filter(
+            Q(summary__icontains=text) | Q(details_text__icontains=text) | Q(target_id=text)
+        )
     if action:
         events = events.filter(action=action)
     if agent:

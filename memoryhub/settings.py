@@ -109,6 +109,18 @@ ASGI_APPLICATION = "memoryhub.asgi.application"
 # Threads per web process serving Django's views (memoryhub/asgi.py): each
 # keeps its database connection between requests, as a gthread worker does.
 MEMORYHUB_WSGI_THREADS = env_int("MEMORYHUB_WSGI_THREADS", 4)
+# MCP over HTTP (memoryhub/mcp_server.py). A `GET /mcp/` event stream holds a
+# connection for as long as it is open, and the ASGI server's concurrency
+# limit (docker-compose: --limit-concurrency 200) counts it: so each key may
+# hold a few, the process a bounded number well below that limit, and each
+# ends after a while (the client reconnects). Counted per web process.
+MEMORYHUB_MCP_STREAMS_PER_KEY = env_int("MEMORYHUB_MCP_STREAMS_PER_KEY", 4)
+MEMORYHUB_MCP_STREAMS_MAX = env_int("MEMORYHUB_MCP_STREAMS_MAX", 100)
+MEMORYHUB_MCP_STREAM_MAX_SECONDS = env_float("MEMORYHUB_MCP_STREAM_MAX_SECONDS", 300)
+MEMORYHUB_MCP_MAX_BODY_BYTES = env_int("MEMORYHUB_MCP_MAX_BODY_BYTES", 1_000_000)
+# `mcp_stdio`: how long a tool call still running when stdin closes may take
+# to finish and answer before the process exits anyway.
+MEMORYHUB_MCP_STDIO_DRAIN_SECONDS = env_float("MEMORYHUB_MCP_STDIO_DRAIN_SECONDS", 60)
 
 TEMPLATES = [
     {
@@ -340,6 +352,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # A PATCH body is documented as its serializer declares it: the entry
+    # replace route needs old_text and new_text (every field of the agent
+    # settings PATCH is optional by declaration), not "all optional".
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         # The serializers' value lists (labels equal to values), so every
         # status of the model belongs here, or the names collide.

@@ -145,6 +145,23 @@ def render(fmt: str) -> list[dict[str, Any]]:
     raise errors.Invalid(f"format must be one of {', '.join(FORMATS)}, not {fmt[:40]!r}.", field="format")
 
 
+def _takes_null(schema: Any) -> bool:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return kind == "null" or (isinstance(kind, list) and "null" in kind)
+
+
+def absent_nulls(parameters: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`null` for an optional argument means it was left out: models in
+    strict mode must send every property and send `"user": null` for the
+    ones they do not use. A required argument, or one whose schema takes
+    null, keeps its null (and is checked as sent)."""
+    required = set(parameters.get("required", []))
+    properties = parameters.get("properties", {})
+    # An unknown argument stays, null or not, to be refused by name.
+    return {name: value for name, value in arguments.items()
+            if value is not None or name in required or name not in properties or _takes_null(properties[name])}
+
+
 _TYPE_WORDS = {"string": "a string", "integer": "a whole number", "object": "an object", "boolean": "true or false"}
 
 
@@ -155,6 +172,7 @@ def check_arguments(tool: ToolDefinition, arguments: Any) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, dict):
         raise errors.Invalid(f"{tool.name} takes its arguments as an object.")
+    arguments = absent_nulls(tool.parameters, arguments)
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.parameters).iter_errors(arguments))
     if error is None:
         return arguments

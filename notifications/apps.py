@@ -10,8 +10,9 @@ class NotificationsConfig(AppConfig):
 
     def ready(self) -> None:
         from memoryhub.services import audit
-        from notifications import dispatch
+        from notifications import dispatch, sweeps
 
         # memoryhub imports no other app: the audit log announces each event
         # to listeners, and this app listens (dispatch.on_audit_event).
         audit.subscribe(dispatch.on_audit_event)
+        sweeps.register()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import logging
 import secrets
@@ -37,7 +36,7 @@ from django.utils import timezone
 from memoryhub import errors, services
 from memoryhub.models import Membership, Proposal, RiskLevel, Workspace
 from memoryhub.services.access import ADMIN_ROLES, REVIEW_ROLES
-from notifications import dispatch
+from notifications import destinations, dispatch
 from notifications.models import (
     EVENTS,
     PING,
@@ -81,11 +80,9 @@ def allow_private() -> bool:
 # --- webhooks: registration ----------------------------------------------------------------
 
 
-def _address_allowed(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return allow_private() or (ip.is_global and not ip.is_multicast)
+def _refused(refusal: destinations.Refusal, host: str) -> errors.Invalid:
+    return errors.Invalid(refusal.sentence(host), field="url", reason="private_address",
+                          address=refusal.address, range=refusal.network)
 
 
 def validate_url(url: Any) -> str:
@@ -103,16 +100,16 @@ def validate_url(url: Any) -> str:
         raise errors.Invalid("url must not carry a user name or password; sign with the secret instead.",
                              field="url")
     del port
-    host = parts.hostname
-    literal: str | None = None
     try:
-        literal = str(ipaddress.ip_address(host))
-    except ValueError:
-        literal = None
-    local_name = host == "localhost" or host.endswith((".localhost", ".local", ".internal"))
-    if (literal is not None and not _address_allowed(literal)) or (local_name and not allow_private()):
-        raise errors.Invalid("url points to a private, loopback or link-local address; webhooks go only to "
-                             "public addresses.", field="url", reason="private_address")
+        host = destinations.parse_host(parts.hostname)
+    except destinations.HostError as exc:
+        raise errors.Invalid(f"url's host is not one an HTTP client can reach: {exc}.", field="url",
+                             reason="invalid_host") from exc
+    # No DNS here: a name's answer can change after registration, so the
+    # check that counts runs at every delivery, after resolution.
+    refusal = None if allow_private() else destinations.check_host(host)
+    if refusal is not None:
+        raise _refused(refusal, parts.hostname)
     return url
 
 
@@ -280,6 +277,35 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+def resolve(host: str, port: int) -> list[str] | Outcome:
+    """The addresses a delivery may connect to, or why it may not: the host
+    parsed as at registration (an address in any spelling needs no DNS),
+    then every address DNS answers checked against the same table."""
+    try:
+        parsed = destinations.parse_host(host)
+    except destinations.HostError as exc:
+        return Outcome(ok=False, transient=False, error=f"The URL's host is not valid: {exc}.")
+    if parsed.address is not None:
+        addresses = [str(parsed.address)]
+    else:
+        refusal = None if allow_private() else destinations.check_name(parsed.text)
+        if refusal is not None:
+            return Outcome(ok=False, transient=False, error=refusal.sentence(host))
+        try:
+            infos = socket.getaddrinfo(parsed.text, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            return Outcome(ok=False, transient=True, error=f"DNS lookup failed: {exc}")
+        addresses = [str(info[4][0]).split("%", 1)[0] for info in infos]
+        if not addresses:
+            return Outcome(ok=False, transient=True, error=f"DNS gave no address for {host}.")
+    if not allow_private():
+        for address in addresses:
+            refusal = destinations.check_address(address)
+            if refusal is not None:
+                return Outcome(ok=False, transient=False, error=refusal.sentence(host))
+    return addresses
+
+
 def post(*, url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     """One POST. 2xx is delivered; 429, 5xx and network errors are worth
     another try; any other answer (including a redirect, never followed) is not."""
@@ -287,14 +313,10 @@ def post(*, url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     timeout = float(getattr(settings, "MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS", 10))
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        return Outcome(ok=False, transient=True, error=f"DNS lookup failed: {exc}")
-    addresses = [str(info[4][0]) for info in infos]
-    if not addresses or not all(_address_allowed(a) for a in addresses):
-        return Outcome(ok=False, transient=False, error="The host resolves to a private, loopback or link-local "
-                                                        "address; webhooks go only to public addresses.")
+    resolved = resolve(host, port)
+    if isinstance(resolved, Outcome):
+        return resolved
+    addresses = resolved
     cls = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
     conn = cls(host, port, addresses[0], timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

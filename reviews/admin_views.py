@@ -14,6 +14,7 @@ and ids: never markup built from what an agent or user typed.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -90,9 +91,11 @@ def _vary(response: HttpResponse) -> HttpResponse:
     return response
 
 
-def _error_status(request: HttpRequest) -> int:
-    # htmx 2 does not swap 4xx responses by default; the fragment carries the error.
-    return 200 if request.htmx else 422  # type: ignore[attr-defined]
+def _error_status(request: HttpRequest, status: int) -> int:
+    """The refusal's own status, as every console page and the API answer
+    it (tests/test_parity.py); htmx 2 does not swap 4xx responses by
+    default, so there the fragment carries the error with a 200."""
+    return 200 if request.htmx else status  # type: ignore[attr-defined]
 
 
 # --- home ----------------------------------------------------------------------------
@@ -118,7 +121,7 @@ def agents(request: HttpRequest) -> HttpResponse:
     admin_workspaces = selectors.admin_workspaces(request.user)
     form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.REVIEW,
                             "backend": Backend.HEURISTIC}
-    error = ""
+    error, error_status = "", 200
     template_name = "reviews/admin/agents.html"
     if request.method == "POST":
         form = {k: request.POST.get(k, "") for k in ("slug", "name", "workspace", "strategy", "write_policy",
@@ -143,7 +146,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         except errors.PermissionDenied as exc:
             raise _forbidden(exc) from exc
         except errors.DomainError as exc:
-            error = exc.detail
+            error, error_status = exc.detail, exc.status
         else:
             messages.success(request, f"Agent {agent.slug} created.")
             url = reverse("agent", args=[agent.slug])
@@ -166,7 +169,7 @@ def agents(request: HttpRequest) -> HttpResponse:
             "write_policies": WritePolicy.choices,
             "backends": Backend.choices,
         },
-        status=_error_status(request) if error else 200,
+        status=_error_status(request, error_status) if error else 200,
     )
 
 
@@ -239,7 +242,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
         action, "keys"
     )
     overrides: dict[str, Any] = {}
-    error = ""
+    error, error_status = "", 200
     notice: str = ""
     try:
         if action == "persona":
@@ -281,6 +284,9 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
             notice = f"Tool registry set to {len(rows)} tool(s)."
         elif action == "policies":
             values = {field: request.POST.get(field, "") for field in POLICY_INPUTS}
+            # A form without the switch (an older page) leaves it as it is.
+            if "spotlighting" not in request.POST:
+                values.pop("spotlighting")
             try:
                 update = services.update_agent(agent=agent, settings=values, actor=request.user,
                                                reason=request.POST.get("reason", ""))
@@ -334,7 +340,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     except errors.NotFound as exc:
         raise Http404(exc.detail) from exc
     except errors.DomainError as exc:
-        error = exc.detail
+        error, error_status = exc.detail, exc.status
         overrides.setdefault("errors", {fragment: error})
 
     if not error and not request.htmx:  # type: ignore[attr-defined]
@@ -348,7 +354,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     template = "reviews/admin/agent.html"
     if request.htmx:  # type: ignore[attr-defined]
         template += f"#{fragment}"
-    return TemplateResponse(request, template, ctx, status=_error_status(request) if error else 200)
+    return TemplateResponse(request, template, ctx, status=_error_status(request, error_status) if error else 200)
 
 
 # --- context preview -------------------------------------------------------------------
@@ -391,28 +397,70 @@ def context_preview(request: HttpRequest, slug: str) -> HttpResponse:
 # --- audit -------------------------------------------------------------------------------
 
 
-def _parse_date(value: str, label: str, problems: list[str]) -> date | None:
-    if not value:
-        return None
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        problems.append(f"{label} must be a date like 2026-01-31; ignored {value!r}.")
-        return None
 
 
-def filtered_events(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[str, str], list[str]]:
-    params = {k: request.GET.get(k, "").strip() for k in ("action", "agent", "actor", "date_from", "date_to")}
-    problems: list[str] = []
+AUDIT_FILTERS = ("action", "agent", "actor", "user", "q", "date_from", "date_to")
+# Not filters, but understood: which page, which export.
+AUDIT_OTHER_PARAMS = ("page", "format")
+AUDIT_FORMATS = ("csv", "json")
+AUDIT_TEXT_MAX = 200
+
+
+@dataclass(frozen=True)
+class AuditProblem:
+    code: str  # unknown_parameter or invalid
+    param: str
+    message: str
+
+
+def filtered_events(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[str, str], list[AuditProblem]]:
+    """The events the query string asks for, and what in it was not
+    understood: an unknown parameter or a value that is not one is named,
+    never silently taken for "everything" (the page shows it, the export
+    refuses with it)."""
+    params = {k: request.GET.get(k, "").strip() for k in AUDIT_FILTERS}
+    problems = [AuditProblem("unknown_parameter", name, f"{name!r} is not a filter here; it was ignored. The "
+                             f"filters are {', '.join(AUDIT_FILTERS)}.")
+                for name in request.GET if name not in AUDIT_FILTERS + AUDIT_OTHER_PARAMS]
+    fmt = request.GET.get("format", "")
+    if fmt and fmt not in AUDIT_FORMATS:
+        problems.append(AuditProblem("invalid", "format", f"format must be csv or json; {fmt[:20]!r} was ignored."))
+    user = params["user"]
+    if user:
+        try:
+            user = services.validate_user_ref(user)
+        except errors.Invalid as exc:
+            problems.append(AuditProblem("invalid", "user", f"User: {exc.detail} The filter was ignored."))
+            user = ""
+    text = params["q"]
+    if len(text) > AUDIT_TEXT_MAX:
+        problems.append(AuditProblem("invalid", "q", f"Search text has at most {AUDIT_TEXT_MAX} characters; it was "
+                                     "ignored."))
+        text = ""
+    start = _date_param(params, "date_from", "From", problems)
+    end = _date_param(params, "date_to", "To", problems)
     events = selectors.audit_events(
         services.workspace_ids_for(request.user),
         action=params["action"],
         agent=params["agent"],
         actor=params["actor"],
-        start=_parse_date(params["date_from"], "From", problems),
-        end=_parse_date(params["date_to"], "To", problems),
+        user=user,
+        text=text,
+        start=start,
+        end=end,
     )
     return events, params, problems
+
+
+def _date_param(params: dict[str, str], name: str, label: str, problems: list[AuditProblem]) -> date | None:
+    value = params[name]
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        problems.append(AuditProblem("invalid", name, f"{label} must be a date like 2026-01-31; ignored {value!r}."))
+        return None
 
 
 @login_required
@@ -422,7 +470,13 @@ def audit(request: HttpRequest) -> HttpResponseBase:
         raise PermissionDenied("You have no role in any workspace.")
     events, params, problems = filtered_events(request)
     fmt = request.GET.get("format", "")
-    if fmt in {"csv", "json"}:
+    if fmt in AUDIT_FORMATS:
+        if problems:
+            # A file of every event would pass for the filtered set: refuse.
+            first = problems[0]
+            return JsonResponse({"error": {"code": first.code, "detail": " ".join(p.message for p in problems),
+                                           "field": first.param, "params": [p.param for p in problems]}},
+                                status=400)
         return audit_export.export(events, fmt)
     page = Paginator(
         events, AUDIT_PAGE_SIZE

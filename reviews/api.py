@@ -503,6 +503,7 @@ def agent_detail(agent: Agent) -> dict[str, Any]:
         "gate_sessions": agent.gate_sessions,
         "daily_budget_usd": str(agent.daily_budget_usd),
         "staleness_ttl_days": agent.staleness_ttl_days,
+        "spotlighting": agent.spotlighting,
         "created_at": agent.created_at,
         "updated_at": agent.updated_at,
     }
@@ -523,6 +524,7 @@ class AgentSerializer(serializers.Serializer):
     gate_sessions = serializers.IntegerField()
     daily_budget_usd = serializers.CharField()
     staleness_ttl_days = serializers.IntegerField()
+    spotlighting = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -545,6 +547,10 @@ class AgentDetailView(StaffAPIView):
         daily_budget_usd = serializers.DecimalField(required=False, max_digits=10, decimal_places=4, min_value=0,
                                                     max_value=100_000, coerce_to_string=True)
         staleness_ttl_days = serializers.IntegerField(required=False, min_value=0, max_value=3650)
+        spotlighting = serializers.BooleanField(
+            required=False,
+            help_text="Serve agent+user memory as marked data (default on); turning it off is four-eyes.",
+        )
         reason = TextField(required=False, allow_blank=True, max_length=1000)
 
     @extend_schema(operation_id="get_agent", responses={200: AgentSerializer, **error_responses(401, 403, 404, 429)})
@@ -557,7 +563,8 @@ class AgentDetailView(StaffAPIView):
         responses={200: AgentSerializer, 202: PendingChangeSerializer,
                    **error_responses(400, 401, 403, 404, 429)},
         description="200 when applied. A request that weakens the gate (write_policy to direct, a higher limit "
-        "or budget, another backend) is recorded whole as a pending change another admin approves: 202.",
+        "or budget, another backend, spotlighting off) is recorded whole as a pending change another admin "
+        "approves: 202.",
     )
     def patch(self, request: Request, slug: str) -> Response:
         agent = services.get_agent_for_user(request.user, slug)
@@ -583,7 +590,7 @@ class AgentDetailView(StaffAPIView):
 
 
 def change_detail(change: Change) -> dict[str, Any]:
-    return {
+    detail = {
         "id": change.pk,
         "workspace": change.workspace.slug,
         "kind": change.kind,
@@ -601,6 +608,9 @@ def change_detail(change: Change) -> dict[str, Any]:
         "decision_comment": change.decision_comment,
         "result": change.result,
     }
+    if counts := services.pending_counts(change):
+        detail["would_erase"] = counts
+    return detail
 
 
 class ChangeSerializer(serializers.Serializer):
@@ -623,6 +633,8 @@ class ChangeSerializer(serializers.Serializer):
     erased = serializers.DictField(child=serializers.IntegerField(), required=False,
                                    help_text="An approved erasure: how many files, versions, log entries and "
                                    "proposals of the subject were erased.")
+    would_erase = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                        help_text="A pending erasure: what it would erase, counted now, per kind.")
 
 
 class ChangeListView(StaffAPIView):

@@ -169,6 +169,10 @@ class SubjectErasureView(StaffAPIView):
         change = serializers.IntegerField()
         status = serializers.CharField()
         subject_hash = serializers.CharField()
+        would_erase = serializers.DictField(
+            child=serializers.IntegerField(),
+            help_text="What the erasure would erase, counted when it was requested, per kind (files, versions, "
+            "proposals, sessions, log_entries, runs, changes, events, …); counted again when it is approved.")
 
     @extend_schema(
         operation_id="request_subject_erasure",
@@ -179,13 +183,15 @@ class SubjectErasureView(StaffAPIView):
                              description="Workspace slug; needed when you are an admin of several."),
         ],
         request=InputSerializer,
-        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+        responses={202: OutputSerializer, **error_responses(400, 401, 403, 404, 422, 429)},
         description="Four-eyes: records a pending erasure of end user U that a different admin approves with "
-        "POST /api/v1/changes/ID/approve, which answers `erased` with the counts. Admins only.",
+        "POST /api/v1/changes/ID/approve, which answers `erased` with the counts. Admins only. A reference that "
+        "nothing in the workspace names is 422 `nothing_to_erase` (no change is recorded).",
     )
     def post(self, request: Request, user_ref: str) -> Response:
         data = parse_body(self.InputSerializer, request)
         change = services.request_erasure(actor=request.user, user_ref=user_ref, reason=data["reason"],
                                           workspace=request.query_params.get("workspace") or None)
         return Response({"change": change.pk, "status": change.status,
-                         "subject_hash": change.payload["subject_hash"]}, status=status.HTTP_202_ACCEPTED)
+                         "subject_hash": change.payload["subject_hash"],
+                         "would_erase": change.payload.get("counts", {})}, status=status.HTTP_202_ACCEPTED)

@@ -68,7 +68,8 @@ def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: di
         "erasure_form": form,
         "erasure_error": error,
         # Who may approve which: a different admin of that workspace.
-        "pending_erasures": [(c, c.workspace_id in {ws.pk for ws in admin_of} and c.requested_by_id != request.user.pk)
+        "pending_erasures": [(c, c.workspace_id in {ws.pk for ws in admin_of} and c.requested_by_id != request.user.pk,
+                              services.count_lines(services.pending_counts(c)))
                              for c in pending],
         "erasures": list(services.erasure_records(workspace_ids=ids).order_by("-created_at", "-id")[:ERASURE_ROWS]),
         "retention": [services.retention_status(ws) for ws in workspaces],
@@ -128,8 +129,10 @@ def subject_erasure(request: HttpRequest) -> HttpResponseBase:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:
         return _page(request, workspaces, erasure_form=form, erasure_error=exc.detail, status=exc.status)
-    messages.success(request, f"Erasure requested as change #{change.pk}: another admin of "
-                              f"{change.workspace.slug} approves it on the Changes page; nothing is erased until then.")
+    would = ", ".join(f"{count} {label}" for label, count in services.count_lines(change.payload.get("counts", {})))
+    messages.success(request, f"Erasure requested as change #{change.pk}; it would erase {would}. Another admin of "
+                              f"{change.workspace.slug} approves it on the Changes page (the counts are taken again "
+                              "then); nothing is erased until then.")
     return redirect("compliance")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -319,19 +319,47 @@ def stats(old: str, new: str) -> dict[str, int]:
 class BlameLine:
     number: int
     text: str
+    # The version credited with the line: the one that introduced it, or
+    # the rollback that put it back into service.
     origin: Hashable = field(default=None)
+    # The version that first wrote this text, when that is not `origin`
+    # (a line a rollback restored).
+    written: Hashable = field(default=None)
 
 
-def blame(versions: Sequence[tuple[Hashable, str]]) -> list[BlameLine]:
+def _carry(old_lines: list[str], old_keys: list[Hashable], new: list[str], default: Hashable) -> list[Hashable]:
+    keys: list[Hashable] = [default] * len(new)
+    for tag, i1, i2, j1, _j2 in _opcodes(old_lines, new):
+        if tag == "equal":
+            keys[j1:j1 + (i2 - i1)] = old_keys[i1:i2]
+    return keys
+
+
+def blame(versions: Sequence[tuple[Hashable, str]],
+          rollbacks: Mapping[Hashable, Hashable] | None = None) -> list[BlameLine]:
     """Each line of the last version with the key of the version that
-    introduced it. Versions are given oldest first as (key, content)."""
+    introduced it. Versions are given oldest first as (key, content).
+
+    `rollbacks` maps a rollback version to the version whose content it
+    served again. A rollback is credited like a revert: every line of it is
+    the rollback's (its author and approver put the old text back), and
+    keeps, as `written`, the version that first wrote that text."""
+    rollbacks = rollbacks or {}
     lines: list[str] = []
     origins: list[Hashable] = []
+    written: list[Hashable] = []
+    seen: dict[Hashable, tuple[list[str], list[Hashable]]] = {}
     for key, content in versions:
         new = _lines(content)
-        new_origins: list[Hashable] = [key] * len(new)
-        for tag, i1, i2, j1, _j2 in _opcodes(lines, new):
-            if tag == "equal":
-                new_origins[j1:j1 + (i2 - i1)] = origins[i1:i2]
-        lines, origins = new, new_origins
-    return [BlameLine(n + 1, text, origin) for n, (text, origin) in enumerate(zip(lines, origins, strict=True))]
+        target = rollbacks.get(key)
+        if target is not None and target in seen:
+            old_lines, old_written = seen[target]
+            new_written = _carry(old_lines, old_written, new, key)
+            new_origins: list[Hashable] = [key] * len(new)
+        else:
+            new_origins = _carry(lines, origins, new, key)
+            new_written = _carry(lines, written, new, key)
+        lines, origins, written = new, new_origins, new_written
+        seen[key] = (lines, written)
+    return [BlameLine(n + 1, text, origin, first if first != origin else None)
+            for n, (text, origin, first) in enumerate(zip(lines, origins, written, strict=True))]

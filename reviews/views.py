@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import date, timedelta
 from typing import Any, TypeVar, cast
 
@@ -34,7 +35,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
-from memoryhub import errors, risk, scanner, selectors, services, tokens
+from memoryhub import errors, risk, selectors, services, tokens
 from memoryhub.models import (
     Change,
     ChangeKind,
@@ -46,7 +47,7 @@ from memoryhub.models import (
     WritePolicy,
 )
 from memoryhub.scanning.pii import CATEGORY_LABELS
-from reviews import diffs
+from reviews import diffs, highlight
 from reviews.api import history_author
 
 T = TypeVar("T")
@@ -231,6 +232,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     selectors.attach_related(page.object_list)
     for p in page.object_list:
         p.sla = selectors.sla_state(created_at=p.created_at, sla_hours=p.agent.workspace.sla_hours, now=now)
+    _attach_findings(page.object_list)
     # The queue may promise review only for agents under `review`: name the others.
     direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
     return _vary(TemplateResponse(
@@ -249,8 +251,30 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             "direct_named": direct[:DIRECT_NAMED],
             "direct_more": max(0, len(direct) - DIRECT_NAMED),
             "queue_query": queue_filter_query(request),
+            # Shown on the collapsed filter box, so a filtered queue says so.
+            "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
         },
     ))
+
+
+# The tags that come with a finding a person reads in the queue row.
+_FINDING_TAGS = frozenset({"scanner_findings", "agent_directed"})
+
+
+def _attach_findings(proposals: Any) -> None:
+    """Each flagged row's first finding, highlighted. The queue defers the
+    contents, so the flagged rows' texts come in one query (none when no row
+    on the page is flagged); the scanner's cache makes the scan itself cheap."""
+    flagged = [p for p in proposals if _FINDING_TAGS & set(p.risk_tags or [])]
+    for p in proposals:
+        p.finding = None
+    if not flagged:
+        return
+    texts = {pk: (base, new) for pk, base, new in Proposal.objects.filter(pk__in=[p.pk for p in flagged])
+             .values_list("pk", "base_content", "proposed_content")}
+    for p in flagged:
+        base, new = texts.get(p.pk, ("", ""))
+        p.finding = highlight.first_finding(old=base, new=new, tags=list(p.risk_tags or []))
 
 
 @login_required
@@ -374,7 +398,9 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         if revises else None,
         "stats": diffs.stats(proposal.base_content, proposal.proposed_content),
         "changes": _rationale(proposal),
-        "findings": scanner.scan_all(proposal.proposed_content),
+        "findings": highlight.scanner_findings(proposal.proposed_content),
+        "directive_findings": highlight.directive_findings(old=proposal.base_content, new=proposal.proposed_content)
+        if "agent_directed" in (proposal.risk_tags or []) else [],
         "special_categories": [CATEGORY_LABELS.get(c, c) for c in services.special_categories(proposal)],
         "size": {
             "chars_before": len(proposal.base_content),
@@ -598,12 +624,19 @@ def file_blame(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     # (not every id of its run): consolidation keeps evidence per entry.
     per_entry = {row.version: evidence_by_entry(row.proposal.rationale if row.proposal_id else [], file=file)
                  for row in rows}
-    blamed = diffs.blame([(row.version, row.content) for row in rows])
-    cited = [per_entry[line.origin].get(line_entry(line.text), []) if line_entry(line.text) else []
+    # An approved rollback is credited like a revert: its lines are its own
+    # (who asked, who approved), each still naming the version that wrote it.
+    rollbacks = {row.version: row.proposal.rollback_to for row in rows
+                 if row.source == Source.ROLLBACK and row.proposal_id and row.proposal.rollback_to}
+    blamed = diffs.blame([(row.version, row.content) for row in rows], rollbacks)
+    # Evidence belongs to the version that wrote the entry, not to a rollback.
+    cited = [per_entry[line.written or line.origin].get(line_entry(line.text), []) if line_entry(line.text) else []
              for line in blamed]
     found = selectors.evidence(agent, user_ref, {i for ids in cited for i in ids})
     lines = [
         {"line": line, "row": by_version[line.origin], "author": history_author(by_version[line.origin]),
+         "written": by_version[line.written] if line.written else None,
+         "written_by": history_author(by_version[line.written]) if line.written else "",
          "evidence": [found[i] for i in ids if i in found]}
         for line, ids in zip(blamed, cited, strict=True)
     ]
@@ -637,6 +670,9 @@ class ChangeRow:
     can_decide: bool
     can_withdraw: bool
     file_url: str
+    # A pending erasure: (kind, count) of what it would erase, counted now.
+    would_erase: list[tuple[str, int]] = dataclass_field(default_factory=list)
+
 
 
 def _payload_lines(change: Change) -> list[tuple[str, str, str]]:
@@ -671,6 +707,7 @@ def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> l
             can_withdraw=pending and mine,
             file_url=_file_url("file-history", change.agent.slug, change.file_kind, change.user_ref)
             if change.agent and change.file_kind else "",
+            would_erase=services.count_lines(services.pending_counts(change)) if pending else [],
         ))
     return rows
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Development runtime: the web server on 127.0.0.1:8000 (uvicorn serving
+# Development runtime: the web server on 127.0.0.1:$PORT (default 8000; uvicorn serving
 # memoryhub.asgi: Django and the MCP endpoint at /mcp/, reloading on code and
 # template changes) with a Celery worker and Celery beat beside it. `make run` installs, migrates and seeds
 # first, then execs this. Ctrl-C (or SIGTERM) stops all three; if any one of
@@ -13,7 +13,16 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN=$ROOT/.venv/bin
 HOST=127.0.0.1
-PORT=8000
+# `make run PORT=8080` (or PORT in the environment) when 8000 is taken.
+PORT=${PORT:-8000}
+if ! [[ $PORT =~ ^[0-9]+$ ]] || ((PORT < 1 || PORT > 65535)); then
+    echo "error: PORT must be a port number from 1 to 65535, not '$PORT'." >&2
+    exit 2
+fi
+if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
+    echo "error: something already listens on $HOST:$PORT; stop it or choose another port: make run PORT=8080" >&2
+    exit 1
+fi
 BASE_URL="http://$HOST:$PORT"
 STOP_TIMEOUT=15
 

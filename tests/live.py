@@ -30,9 +30,10 @@ def database_url_for_subprocess() -> str:
 
 
 @contextmanager
-def asgi_server() -> Iterator[str]:
+def asgi_server(**config: Any) -> Iterator[str]:
     """memoryhub.asgi's application under uvicorn on 127.0.0.1, with its
-    lifespan (the MCP session manager); yields the base URL."""
+    lifespan (the MCP session manager); yields the base URL. `config` goes
+    to uvicorn (e.g. `limit_concurrency`, as docker-compose sets it)."""
     import uvicorn
 
     from memoryhub.asgi import Application
@@ -41,7 +42,7 @@ def asgi_server() -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(Application(), lifespan="on", log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(Application(), lifespan="on", log_level="warning", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"asgi-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -4,17 +4,19 @@ point that offers it, obeys the same rules with the same answer.
 Each case names an operation, a rule (role, workspace, four-eyes, conflict
 blocks, stale, scanner, limits — or none, the allowed path) and the actor.
 For each entry point offering the operation (console POST, htmx POST, staff
-REST, agent REST, management command) the case is run on a fresh world and
-must end the same way: allowed, or refused with the same error code/status,
-the same sentence, and nothing stored. A rule that lived in one entry point
-only would pass there and fail in the others.
+REST, agent REST and its entry routes, the MCP tools through the real MCP
+server, management commands, Celery tasks called with ids as the worker
+calls them) the case is run on a fresh world and must end the same way:
+allowed, or refused with the same error code/status, the same sentence, and
+nothing stored. A rule that lived in one entry point only would pass there
+and fail in the others.
 """
 
 from __future__ import annotations
 
 import html
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from consolidation.models import ConsolidationRun, RunStatus, Trigger
+from consolidation.tasks import consolidate_task
 from memoryhub import errors, services
 from memoryhub.merge import CONFLICT_END, CONFLICT_MID, CONFLICT_START
 from memoryhub.models import (
@@ -42,6 +46,7 @@ from notifications.models import Webhook
 from reviews import once
 from tests.api_helpers import agent_client, staff_client
 from tests.factories import AgentFactory, WorkspaceFactory, staff
+from tests.live import asgi_server, run_async
 
 pytestmark = pytest.mark.django_db
 
@@ -171,6 +176,7 @@ class Answer:
     status: int  # the HTTP status a client gets (htmx: the status the error carries, 200 when done)
     code: str = ""
     detail: str = ""
+    data: Any = None  # the answer's body (REST JSON, MCP structured content), where there is one
 
 
 def _console(user: Any, url: str, data: dict[str, Any], *, htmx: bool) -> Answer:
@@ -195,17 +201,77 @@ def rest(user: Any, method: str, url: str, body: dict[str, Any] | None = None) -
     client = agent_client(user) if isinstance(user, Agent) else staff_client(user)
     response = getattr(client, method)(url, body or {}, format="json")
     if response.status_code < 400:
-        return Answer(ok=True, status=response.status_code)
+        return Answer(ok=True, status=response.status_code, data=response.json() if response.content else None)
     error = response.json()["error"]
     return Answer(ok=False, status=response.status_code, code=error["code"], detail=error["detail"])
 
 
 def command(*args: str) -> Answer:
+    """A management command as an operator runs it. A refusal is a
+    CommandError whose cause is the service's DomainError: its code and
+    status are the command's answer."""
     try:
         call_command(*args, stdout=io.StringIO(), stderr=io.StringIO())
     except CommandError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, errors.DomainError):
+            return Answer(ok=False, status=cause.status, code=cause.code, detail=str(exc))
         return Answer(ok=False, status=400, detail=str(exc))
     return Answer(ok=True, status=0)
+
+
+def command_as(who: str, *args: str) -> EntryPoint:
+    """The command run `--as` the case's actor, so it acts with their role."""
+    return lambda w, _who: command(*[a(w) if callable(a) else a for a in args], "--as", w.users[who].username)
+
+
+# The MCP server under uvicorn (tests/live.py), started once for the MCP rows.
+MCP_URL: list[str] = []
+
+
+def mcp(tool: str, arguments: Callable[[World], dict[str, Any]]) -> EntryPoint:
+    """One tool call through the real MCP server, with the agent's own key,
+    over streamable HTTP with the official SDK's client."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    def call(world: World, _who: str) -> Answer:
+        _, key = services.issue_agent_key(agent=world.agent, actor=services.SYSTEM)
+        args = arguments(world)
+
+        async def run() -> Any:
+            async with (
+                create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http,
+                streamable_http_client(f"{MCP_URL[0]}/mcp/", http_client=http) as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool(tool, args)
+
+        result = run_async(run)
+        data = result.structured_content or {}
+        if result.is_error:
+            error = data.get("error", {})
+            return Answer(ok=False, status=0, code=error.get("code", ""), detail=error.get("detail", ""))
+        return Answer(ok=True, status=200, data=data)
+
+    return call
+
+
+def task(setup: Callable[[World], ConsolidationRun]) -> EntryPoint:
+    """The consolidation task for a run the queue holds, called with its id
+    as the worker calls it (in this process: same code, no broker). Its
+    answer is the run's outcome: succeeded, or ended with its reason."""
+    def call(world: World, _who: str) -> Answer:
+        run = setup(world)
+        consolidate_task.apply(args=(run.pk,))
+        run.refresh_from_db()
+        if run.status == RunStatus.SUCCEEDED:
+            return Answer(ok=True, status=0)
+        return Answer(ok=False, status=0, detail=run.error)
+
+    return call
 
 
 # --- operations ---------------------------------------------------------------------------------
@@ -273,11 +339,29 @@ def agent_settings(values: dict[str, Any]) -> dict[str, EntryPoint]:
         return {"action": "policies", **policy, **values}
 
     api_values = {("backend" if k == "consolidation_backend" else k): v for k, v in values.items()}
-    return {
+    points: dict[str, EntryPoint] = {
         "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", form(w)),
         "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", form(w)),
         "staff_rest": lambda w, who: rest(w.users[who], "patch", f"/api/v1/agents/{w.agent.slug}", api_values),
     }
+    flags = {"strategy": "--strategy", "write_policy": "--write-policy", "consolidation_backend": "--backend"}
+    if set(values) <= set(flags):  # the settings manage.py create_agent --update offers
+        args = [arg for field, value in values.items() for arg in (flags[field], value)]
+        points["command"] = lambda w, who: command(
+            "create_agent", w.agent.slug, "--update", *args, "--as", w.users[who].username)
+    return points
+
+
+def under_review(world: World) -> None:
+    Agent.objects.filter(pk=world.agent.pk).update(write_policy=WritePolicy.REVIEW)
+    world.agent.refresh_from_db()
+
+
+def waits_for_a_second_admin(world: World, answer: Answer) -> None:
+    """A loosening is stored as one pending change, and nothing applies."""
+    assert Agent.objects.get(pk=world.agent.pk).write_policy == WritePolicy.REVIEW
+    change = Change.objects.get()
+    assert (change.status, change.requested_by) == ("pending", world.users["admin"])
 
 
 def workspace_settings(values: dict[str, Any]) -> dict[str, EntryPoint]:
@@ -300,10 +384,67 @@ def workspace_settings(values: dict[str, Any]) -> dict[str, EntryPoint]:
     return points
 
 
-def agent_write(content_of: Callable[[World], str]) -> dict[str, EntryPoint]:
-    return {
+def agent_write(content_of: Callable[[World], str], entry: str | None = None) -> dict[str, EntryPoint]:
+    """The whole-file PUT; with `entry`, also that entry added through the
+    entry route and the MCP tool (every rule of a write applies to it)."""
+    points: dict[str, EntryPoint] = {
         "agent_rest": lambda w, who: rest(w.agent, "put", "/api/v1/memory/USER.md?user=u1",
                                           {"content": content_of(w)}),
+    }
+    if entry is not None:
+        points["agent_rest_entries"] = lambda w, who: rest(w.agent, "post", "/api/v1/memory/USER.md/entries?user=u1",
+                                                           {"text": entry})
+        points["mcp"] = mcp("memory_add", lambda w: {"file": "USER.md", "user": "u1", "text": entry})
+    return points
+
+
+DRINKS = "- drinks coffee"
+
+
+def proposed_once(world: World) -> Proposal:
+    """Under review, the agent already proposed adding DRINKS."""
+    under_review(world)
+    result = services.add_entry(agent=world.agent, kind="USER.md", user_ref="u1", text=DRINKS)
+    assert result.proposal is not None
+    return result.proposal
+
+
+def answers_the_same_proposal(world: World, answer: Answer) -> None:
+    assert Proposal.objects.get().pk == world.target.pk
+    assert answer.data == {"proposal": world.target.pk, "status": "pending", "duplicate": True}
+
+
+# --- consolidation ---------------------------------------------------------------------------------
+
+
+def logged(world: World) -> None:
+    """An ended session of u1 with a fact worth keeping."""
+    session = services.start_session(agent=world.agent, user_ref="u1")
+    services.append_log(session=session, entries=[{"role": "note", "content": "Prefers email over phone calls."}])
+    services.end_session(session=session)
+
+
+def deactivated_after_queueing(world: World) -> None:
+    logged(world)
+    Agent.objects.filter(pk=world.agent.pk).update(is_active=False)
+    world.agent.refresh_from_db()
+
+
+def queued_run(world: World) -> ConsolidationRun:
+    """The run the gate queued for the pair (the queue holds it from before
+    the world changed, e.g. before the agent was deactivated)."""
+    return ConsolidationRun.objects.create(agent=world.agent, user_ref="u1", status=RunStatus.QUEUED,
+                                           trigger=Trigger.GATE, backend=world.agent.consolidation_backend)
+
+
+def consolidation(form: dict[str, Any] | None = None) -> dict[str, EntryPoint]:
+    data = {"action": "consolidate", "user": "u1", **(form or {})}
+    return {
+        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", data),
+        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", data),
+        "staff_rest": lambda w, who: rest(w.users[who], "post", f"/api/v1/agents/{w.agent.slug}/consolidate",
+                                          {"user": "u1"}),
+        "task": task(queued_run),
     }
 
 
@@ -370,6 +511,10 @@ class Case:
     entry_points: dict[str, EntryPoint]
     # None: allowed. Else the REST error code and HTTP status every entry point gives.
     refused: tuple[str, int] | None
+    # Allowed cases: what every entry point must also have done (or not done).
+    then: Callable[[World, Answer], None] | None = None
+    # Allowed cases that must store nothing new (an answer given again).
+    stores: bool = True
 
 
 def noop(world: World) -> None:
@@ -478,10 +623,21 @@ CASES = [
          ("permission_denied", 403)),
     Case("workspace_settings", "workspace", "outsider", noop, workspace_settings({"log_retention_days": "30"}),
          ("not_found", 404)),
+    # a loosening, from every door, is a change a second admin approves
+    Case("settings", "weakens", "admin", under_review, agent_settings({"write_policy": "direct"}), None,
+         then=waits_for_a_second_admin),
     # agent writes
-    Case("agent_write", "allowed", "agent", noop, agent_write(lambda w: BASE + "- new\n"), None),
-    Case("agent_write", "scanner", "agent", noop, agent_write(lambda w: UNSAFE), ("unsafe_content", 422)),
-    Case("agent_write", "limits", "agent", noop, agent_write(lambda w: "x" * 2001), ("limit_exceeded", 422)),
+    Case("agent_write", "allowed", "agent", noop, agent_write(lambda w: BASE + "- new\n", DRINKS), None),
+    Case("agent_write", "scanner", "agent", noop, agent_write(lambda w: UNSAFE, UNSAFE), ("unsafe_content", 422)),
+    Case("agent_write", "limits", "agent", noop, agent_write(lambda w: "x" * 2001, "x" * 2001),
+         ("limit_exceeded", 422)),
+    Case("agent_write", "duplicate", "agent", proposed_once, agent_write(lambda w: BASE + DRINKS + "\n", DRINKS),
+         None, then=answers_the_same_proposal, stores=False),
+    # consolidation: queued from the console or the staff API, run by the task
+    Case("consolidate", "allowed", "reviewer", logged, consolidation(), None),
+    Case("consolidate", "role", "auditor", logged,
+         {k: v for k, v in consolidation().items() if k != "task"}, ("permission_denied", 403)),
+    Case("consolidate", "deactivated", "reviewer", deactivated_after_queueing, consolidation(), ("invalid", 400)),
     # persona edits (console only; the proposal rules are shared with approve)
     Case("persona", "allowed", "admin", noop, persona_edit("I am Penny."), None),
     Case("persona", "role", "reviewer", noop, persona_edit("I am Penny."), ("permission_denied", 403)),
@@ -505,11 +661,35 @@ def _ids(case: Case, entry: str) -> str:
     return f"{case.operation}-{case.rule}-{entry}"
 
 
-PARAMS = [pytest.param(case, entry, id=_ids(case, entry)) for case in CASES for entry in case.entry_points]
+# Entry points reached through a live server: their rows commit what they
+# write (transaction=True), so the server's own connection sees it.
+LIVE = {"mcp"}
+PARAMS = [pytest.param(case, entry, id=_ids(case, entry)) for case in CASES for entry in case.entry_points
+          if entry not in LIVE]
+LIVE_PARAMS = [pytest.param(case, entry, id=_ids(case, entry)) for case in CASES for entry in case.entry_points
+               if entry in LIVE]
 
 
 @pytest.mark.parametrize("case, entry", PARAMS)
 def test_every_entry_point_obeys_the_same_rules(case: Case, entry: str) -> None:
+    check(case, entry)
+
+
+@pytest.fixture(scope="module")
+def mcp_server(django_db_setup: Any) -> Iterator[str]:
+    with asgi_server() as url:
+        MCP_URL[:] = [url]
+        yield url
+    MCP_URL.clear()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("case, entry", LIVE_PARAMS)
+def test_every_mcp_tool_obeys_the_same_rules(case: Case, entry: str, mcp_server: str) -> None:
+    check(case, entry)
+
+
+def check(case: Case, entry: str) -> None:
     world = make_world()
     world.target = case.setup(world)
     before = state(world)
@@ -519,7 +699,12 @@ def test_every_entry_point_obeys_the_same_rules(case: Case, entry: str) -> None:
 
     if case.refused is None:
         assert answer.ok, f"{entry} refused what the others allow: {answer.status} {answer.detail[:300]}"
-        assert state(world) != before or AuditEvent.objects.count() > events
+        if case.stores:
+            assert state(world) != before or AuditEvent.objects.count() > events
+        else:
+            assert state(world) == before, f"{entry} stored something"
+        if case.then is not None:
+            case.then(world, answer)
         return
     code, status = case.refused
     assert not answer.ok, f"{entry} allowed what the rule {case.rule} refuses"
@@ -528,6 +713,17 @@ def test_every_entry_point_obeys_the_same_rules(case: Case, entry: str) -> None:
         assert (answer.code, answer.status) == (code, status)
     elif entry in ("console", "retention_form"):
         assert answer.status == status
+    elif entry in ("command", "agent_rest_entries"):
+        # A command's refusal carries the service's DomainError: same code, same status.
+        assert (answer.code, answer.status) == (code, status)
+        assert _sentence_for(case, world) in answer.detail
+    elif entry == "mcp":
+        # A tool error has no HTTP status; its code and sentence are the API's.
+        assert answer.code == code
+        assert _sentence_for(case, world) in answer.detail
+    elif entry == "task":
+        # The run ends with the reason the API gives for the same rule.
+        assert _sentence_for(case, world) in answer.detail
     else:  # htmx swaps 2xx answers only: the error travels in the fragment, same sentence
         assert answer.status in (200, status)
     if entry in ("console", "htmx") and status not in (403, 404):
@@ -540,16 +736,17 @@ def _sentence_for(case: Case, world: World) -> str:
     rest_entry = case.entry_points.get("staff_rest") or case.entry_points.get("agent_rest")
     if rest_entry is None:
         return {"unsafe_content": "Refused by the memory scanner", "limit_exceeded": "is limited to"}[case.refused[0]]
-    # Re-run on a fresh world through REST and take its detail's first clause.
+    # Re-run on a fresh world through REST and take its detail's first clause
+    # (naming this world's agent where the sentence names one).
     fresh = make_world()
     fresh.target = case.setup(fresh)
-    detail = rest_entry(fresh, case.actor).detail
+    detail = rest_entry(fresh, case.actor).detail.replace(fresh.agent.slug, world.agent.slug)
     return detail.split(":")[0].split(";")[0]
 
 
 def test_the_parity_table_covers_every_entry_point_kind() -> None:
     kinds = {entry for case in CASES for entry in case.entry_points}
-    assert kinds >= {"console", "htmx", "staff_rest", "agent_rest"}
+    assert kinds >= {"console", "htmx", "staff_rest", "agent_rest", "agent_rest_entries", "mcp", "command", "task"}
     assert {(case.operation, case.rule) for case in CASES} >= {
         ("approve", "role"), ("approve", "workspace"), ("approve", "four_eyes"), ("approve", "conflict"),
         ("approve", "stale"), ("agent_write", "scanner"), ("agent_write", "limits"),
@@ -566,6 +763,23 @@ def test_the_shell_is_the_operator_and_is_recorded(args: tuple[str, ...], refuse
     if not refused:
         event = AuditEvent.objects.get(action="agent.create")
         assert event.actor_user is None and "at the shell" in event.summary
+
+
+def test_the_shell_without_a_name_loosens_nothing() -> None:
+    """The operator at the shell (SYSTEM) is nobody four-eyes could tell
+    from a second admin: it may tighten, and is refused a loosening (the
+    same setting the table's "weakens" row turns into a pending change)."""
+    world = make_world()
+    under_review(world)
+    before = state(world)
+
+    answer = command("create_agent", world.agent.slug, "--update", "--write-policy", "direct")
+
+    assert (answer.ok, answer.code, answer.status) == (False, "four_eyes", 403)
+    assert "--as USERNAME" in answer.detail
+    assert state(world) == before
+    tightened = command("create_agent", world.agent.slug, "--update", "--strategy", "full")
+    assert tightened.ok and Agent.objects.get(pk=world.agent.pk).strategy == "full"
 
 
 def test_an_error_class_reaches_every_entry_point_as_its_code() -> None:

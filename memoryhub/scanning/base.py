@@ -37,11 +37,20 @@ from typing import Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class Finding:
+    """One reason to refuse a text. `start`/`end` are the span a reviewer
+    sees highlighted (offsets in normalize(text); raw offsets for the
+    invisible/bidi rules). `severity` is "critical" (a secret, data sent
+    out), "high" (the agent steered) or "medium" (hidden characters, size);
+    `decoded` names the encoding the finding was found under ("base64",
+    "rot13" …), empty when the text said it plainly."""
+
     rule: str
     category: str
     detail: str
     start: int
     end: int
+    severity: str = "high"
+    decoded: str = ""
 
 
 @runtime_checkable
@@ -77,8 +86,10 @@ def _character_class(code_points: Iterable[int]) -> str:
 
 
 # A character class is an order of magnitude faster than str.translate with
-# a dict of 170 entries, and most texts contain none of these.
-_FORMAT = re.compile(_character_class(_format_characters()))
+# a dict of 170 entries, and most texts contain none of these. The Hangul
+# fillers go too: letters by category, blank on screen (NFKC turns U+3164
+# and U+FFA0 into U+1160).
+_FORMAT = re.compile(_character_class([*_format_characters(), 0x115F, 0x1160, 0x3164, 0xFFA0]))
 
 
 @functools.lru_cache(maxsize=8)

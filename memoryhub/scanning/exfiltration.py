@@ -9,12 +9,16 @@ Three rules over the folded view:
   reply").
 - `secret_file_access`: reading a file that holds secrets (~/.ssh/id_rsa,
   .env, /etc/shadow, .aws/credentials), with or without a destination.
+
+And one over the normalised text, `markup_exfiltration`: images and links
+whose URL carries data out when rendered.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import urllib.parse
 
 from memoryhub.scanning.base import (
     Finding,
@@ -426,3 +430,115 @@ class SecretFileAccessRule(PhraseRule):
             negatable=True,
         ),  # fmt: skip
     )
+
+
+# --- exfiltration by markup -----------------------------------------------------------------------
+
+# A rendered image is fetched without a click, and a link is one click
+# away: either carries whatever its URL holds to the host, out of the
+# conversation. Markdown images and links, reference definitions and
+# HTML img / a / iframe / script / link elements.
+_MARKUP_URL = re.compile(
+    r"!?\[[^\]\n]{0,200}\]\(\s*<?(?P<md>(?:https?:)?//[^\s)>]{1,2000})"
+    r"|^[ \t]{0,3}\[[^\]\n]{1,100}\]:[ \t]*<?(?P<ref>(?:https?:)?//[^\s>]{1,2000})"
+    r"|<(?:img|a|iframe|script|link|source|video|audio|embed|object)\b[^>]{0,400}?\b(?:src|href|data|srcset|poster)"
+    r"\s*=\s*[\"']?(?P<html>(?:https?:)?//[^\s\"'>]{1,2000})",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A slot the model is told to fill: {summary}, {{chat}}, [DATA], <secret>,
+# $CONVERSATION, %s, INSERT_HERE, or a word in capitals naming the data.
+_PLACEHOLDER = re.compile(
+    r"\{\{?[^{}\s]{1,60}\}\}?|\[[A-Za-z_ -]{2,40}\]|<[A-Za-z_ -]{2,40}>|\$\{?[A-Za-z_]{2,40}\}?|%s\b"
+    r"|\b(?:INSERT|PLACEHOLDER|REPLACE|YOUR)_?\w*"
+)
+# In a query value, a word in capitals naming the data is a slot too.
+_DATA_SLOT = re.compile(
+    r"^(?:DATA|SUMMARY|CONVERSATION|CHAT|HISTORY|SECRETS?|PASSWORDS?|TOKEN|KEY|CREDENTIALS?|MESSAGES?|INFO|CONTEXT"
+    r"|PROMPT|EMAIL|ANSWER|CONTENT|QUERY|USER_?DATA|CHAT_?HISTORY)$"
+)
+# What the model would put in the URL.
+_DATA_WORDS = re.compile(
+    r"\b(?:conversation|chat|history|summar\w*|secret|password|credential|token|api\s+key|previous\s+messages?|the\s+user"
+    r"|personal|context|memory|transcript|email\s+address|what\s+(?:the\s+user|we)\s+(?:said|discussed))",
+    re.IGNORECASE,
+)
+_APPEND = re.compile(
+    r"\b(?:append|add|include|insert|put|encode|replace|fill|attach|concatenate|embed|substitut\w*)\b", re.IGNORECASE
+)
+
+
+def _split(url: str) -> urllib.parse.SplitResult:
+    try:
+        return urllib.parse.urlsplit(url if "://" in url else "https:" + url)
+    except ValueError:
+        return urllib.parse.urlsplit("https://invalid/")
+
+
+def _query_data(url: str) -> bool:
+    """A query value that is data rather than a setting: a slot named in
+    capitals, or long encoded text that is not itself a URL or a path."""
+    for _name, value in urllib.parse.parse_qsl(_split(url).query, keep_blank_values=True):
+        if _DATA_SLOT.match(value):
+            return True
+        if value.startswith(("http://", "https://", "/")):
+            continue
+        if (len(value) >= 24 and not re.fullmatch(r"[\w.-]{1,40}", value)) or len(value) >= 40:
+            return True
+    return False
+
+
+class MarkupExfiltrationRule:
+    """Markdown and HTML images and links whose URL carries a placeholder
+    for data or query data: `![](https://host/log?d={conversation})`,
+    `<img src="https://host/p.png?q=…">`, or an empty query slot the text
+    tells the model to fill with the conversation."""
+
+    name = "markup_exfiltration"
+    category = "exfiltration"
+
+    def find(self, raw: str, normalized: str) -> Finding | None:
+        if "//" not in normalized:
+            return None
+        for match in _MARKUP_URL.finditer(normalized):
+            url = match.group("md") or match.group("ref") or match.group("html") or ""
+            why = self._why(url, normalized, match)
+            if why is not None:
+                return Finding(
+                    rule=self.name,
+                    category=self.category,
+                    detail=(
+                        f'Text holds a link or image whose URL {why} ("{quote(match.group(), 70)}"); '
+                        "rendering it sends data to that host."
+                    ),
+                    start=match.start(),
+                    end=match.end(),
+                )
+        # An instruction to build such a URL: a URL with an open query slot
+        # and a request to append the conversation to it.
+        for match in re.finditer(r"(?:https?:)?//[^\s\"'<>()]{1,300}[?&][\w-]{1,20}=(?=\s|$|[)\"'])", normalized):
+            around = normalized[max(0, match.start() - 300) : match.end() + 400]
+            if _APPEND.search(around) and _DATA_WORDS.search(around):
+                return Finding(
+                    rule=self.name,
+                    category=self.category,
+                    detail=(
+                        f'Text asks for data to be appended to a URL ("{quote(match.group(), 70)}"); '
+                        "a rendered image or link would carry it to that host."
+                    ),
+                    start=match.start(),
+                    end=match.end(),
+                )
+        return None
+
+    @staticmethod
+    def _why(url: str, normalized: str, match: re.Match[str]) -> str | None:
+        parts = _split(url)
+        if _PLACEHOLDER.search(urllib.parse.unquote(parts.path + "?" + parts.query)):
+            return "has a slot for data"
+        if _query_data(url):
+            return "carries data in its query"
+        if re.search(r"[?&][\w-]{1,20}=$", url):
+            around = normalized[max(0, match.start() - 300) : match.end() + 300]
+            if _DATA_WORDS.search(around):
+                return "has an open slot for data"
+        return None

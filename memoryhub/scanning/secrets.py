@@ -17,6 +17,8 @@ only where its fixed prefix occurs.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -53,6 +55,12 @@ from memoryhub.scanning.base import (
     redact,
     views,
 )
+
+# pii.py owns the card checks (issuer prefixes, Luhn, "order number" contexts);
+# the secret rule reuses them rather than keep a second copy.
+from memoryhub.scanning.pii import _ISSUER as _CARD_ISSUER
+from memoryhub.scanning.pii import _REFERENCE_BEFORE as _CARD_REFERENCE
+from memoryhub.scanning.pii import luhn_valid
 
 
 @dataclass(frozen=True)
@@ -241,7 +249,10 @@ _VENDOR_KEYS: tuple[tuple[Anchored, Callable[[str], bool]], ...] = (
     (
         Anchored(
             ("aiza",),
-            re.compile(r"(?<![A-Za-z0-9_-])AIza[ \t_-]{0,2}(?P<body>[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])"),
+            re.compile(
+                r"(?<![A-Za-z0-9_-])AIza[ \t_-]{0,2}(?P<body>[0-9A-Za-z_-]{33,40}"
+                r"|[0-9A-Za-z_-]{4,30}(?:[ \t][0-9A-Za-z_-]{2,30}){1,6})(?![0-9A-Za-z_-])"
+            ),
             "a Google API key",
             lowered=True,
         ),
@@ -300,7 +311,8 @@ class ApiKeyRule(SecretRule):
         view = views(normalized)
         lower = view.lower
         spaced_aws = any(word in view.words for word in (b"akia", b"asia", b"abia", b"acca"))
-        if not view.has_token and not spaced_aws:
+        # A Google key broken by spaces or dashes has no long run left.
+        if not view.has_token and not spaced_aws and "aiza" not in lower:
             return
         for anchored, plausible in _VENDOR_KEYS:
             for match in anchored.search(normalized, lower):
@@ -405,8 +417,15 @@ class ProviderTokenRule(SecretRule):
 
 # --- private keys and JWTs ----------------------------------------------------------------------
 
-_PEM_HEADER = compile_pattern(r"-----BEGIN[ ]{1,2}(?:[A-Z0-9]{1,20}[ ]){0,3}PRIVATE[ ]KEY(?:[ ]BLOCK)?-----")
-_PEM_FOOTER = compile_pattern(r"-----END[ ]{1,2}(?:[A-Z0-9]{1,20}[ ]){0,3}PRIVATE[ ]KEY(?:[ ]BLOCK)?-----")
+# Every PEM (and SSH2) block that holds key material: any "PRIVATE KEY"
+# (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP … BLOCK), and any block whose
+# label says SECRET or ENCRYPTED. Certificates and public keys are public.
+_PEM_LABEL = (
+    r"(?:(?:[A-Z0-9]{1,20}[ _]){0,4}PRIVATE[ _]KEY(?:[ _]BLOCK)?|(?:[A-Z0-9]{1,20}[ _]){0,4}(?:SECRET|ENCRYPTED)"
+    r"(?:[ _][A-Z0-9]{1,20}){0,4})"
+)
+_PEM_HEADER = compile_pattern(r"-{3,6}[ ]{0,2}BEGIN[ _]{1,2}" + _PEM_LABEL + r"[ ]{0,2}-{3,6}")
+_PEM_FOOTER = compile_pattern(r"-{3,6}[ ]{0,2}END[ _]{1,2}" + _PEM_LABEL + r"[ ]{0,2}-{3,6}")
 _PUTTY = compile_pattern(r"\bPuTTY-User-Key-File-\d{1,2}:")
 
 
@@ -421,7 +440,7 @@ class PrivateKeyRule(SecretRule):
         lower = _lower(normalized)
         done = 0
         for literal, header_pattern, label in (
-            ("-----begin", _PEM_HEADER, "a private key block"),
+            ("---", _PEM_HEADER, "a private key block"),
             ("putty-user-key-file-", _PUTTY, "a PuTTY private key"),
         ):
             for position in _find_all(lower, literal):
@@ -447,12 +466,28 @@ class PrivateKeyRule(SecretRule):
             done = 0
 
 
+# A JWT's header is base64url JSON: "eyJ" for '{"', "eyA" for '{ ', "ewo"
+# or "ew0K" for a line break. Signed (three parts), unsigned (alg "none",
+# the third part empty) and encrypted (five parts) tokens all count, once
+# the header decodes to JSON naming "alg" or "typ".
 _JWT = Anchored(
-    ("eyJ",),
-    re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{7,4000}\.[A-Za-z0-9_-]{2,4000}\.[A-Za-z0-9_-]{10,4000}"),
+    ("eyJ", "eyA", "ewo", "ew0"),
+    re.compile(
+        r"(?<![A-Za-z0-9_-])(?P<header>e[yw][A-Za-z0-9_-]{6,4000})\.[A-Za-z0-9_-]{2,4000}\.[A-Za-z0-9_-]{0,4000}"
+        r"(?:\.[A-Za-z0-9_-]{0,4000}\.[A-Za-z0-9_-]{0,4000})?"
+    ),
     "a JSON Web Token",
-    after=12_100,
+    after=20_100,
 )
+
+
+def _jwt_header(segment: str) -> bool:
+    try:
+        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    text = raw.decode("utf-8", "replace").lstrip()
+    return text.startswith("{") and ('"alg"' in text or '"typ"' in text or '"enc"' in text)
 
 
 class JwtRule(SecretRule):
@@ -464,6 +499,8 @@ class JwtRule(SecretRule):
         if not views(normalized).has_token:
             return
         for match in _JWT.search(normalized, normalized):
+            if not _jwt_header(match.group("header")):
+                continue
             yield SecretMatch(
                 match.start(),
                 match.end(),
@@ -513,6 +550,7 @@ PLACEHOLDER = compile_pattern(
 _CODE_VALUE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+")
 _URL_VALUE = re.compile(r"[a-z][a-z0-9+.-]*://[^@]*", re.IGNORECASE)
 _MIN_SECRET_CHARS = 6
+_BADGE_QUERY = re.compile(r"\.(?:svg|png)\?$")
 
 
 class PasswordAssignmentRule(SecretRule):
@@ -529,6 +567,10 @@ class PasswordAssignmentRule(SecretRule):
         for match in _ASSIGNMENT.search(normalized, _lower(normalized)):
             value_group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
             value = match.group(value_group)
+            # Codecov's badge token sits in every README's badge URL: it
+            # only shows a public graph, by design.
+            if _BADGE_QUERY.search(normalized, max(0, match.start() - 8), match.start()):
+                continue
             if not _looks_like_a_secret(
                 value, quoted=value_group != "bare", rest=normalized[match.end() : match.end() + 3]
             ):
@@ -624,6 +666,110 @@ class HighEntropyStringRule(SecretRule):
                 match.end(2),
                 f"Text contains a quoted random-looking string ({redact(value)}), the shape of a key or token; "
                 "store a reference, not the value.",
+            )
+
+
+# --- named values: "<name> key/token/password is <value>" ---------------------------------------------
+
+_NAMED_VALUE = Anchored(
+    ("key", "token", "password", "passwd", "secret", "passphrase", "credential"),
+    compile_pattern(
+        r"\b(?P<noun>(?:api[ _-]?)?keys?|tokens?|passwords?|passwd|secrets?|passphrases?|credentials?)\b"
+        r"(?:\s{1,3}(?:for|of|to|on|at)\s{1,3}[\w.-]{1,30}){0,1}\s{0,3}(?:is(?:\s+now|\s+still)?|was|=|:|->|=>|reads"
+        r"|will\s+be|should\s+be|lautet|ist|es|est)\s{0,3}[`\"'\u201c]?"
+        r"(?P<value>[A-Za-z0-9][A-Za-z0-9_\-./+=~]{11,199})(?<![.,])"
+    ),
+    "a named secret",
+    before=0,
+    after=280,
+    lowered=True,
+)
+# A vendor-like key: a short lowercase prefix, maybe a second one, then the
+# random part ("acme-prod-7f8a…", "dd-api-4f9c…", "hvs.CAES…").
+_DIGIT = re.compile(r"\d")
+_VENDOR_SHAPE = re.compile(r"[A-Za-z]{2,12}[-_.](?:[A-Za-z]{2,12}[-_.]){0,2}[A-Za-z0-9]{10,}")
+
+
+def _secret_value(value: str) -> bool:
+    if PLACEHOLDER.fullmatch(value) or _URL_VALUE.fullmatch(value) or "/" in value.strip("/"):
+        return False
+    letters = sum(c.isalpha() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    if not letters or not digits:
+        return False
+    if _VENDOR_SHAPE.fullmatch(value):
+        return True
+    return float(_ENTROPY.calculate_shannon_entropy(value)) >= 3.0
+
+
+class NamedSecretRule(SecretRule):
+    """"<name> key/token/password is <value>" for any random-looking value,
+    vendor-like prefixes included ("the acme deploy key is acme-prod-7f8a…"):
+    keys of services nobody here has heard of have no known shape, but their
+    owners name them."""
+
+    name = "secret_named_value"
+
+    def matches(self, normalized: str) -> Iterator[SecretMatch]:
+        if not views(normalized).long_word and _DIGIT.search(normalized) is None:
+            return
+        for match in _NAMED_VALUE.search(normalized, _lower(normalized)):
+            value = match.group("value")
+            if not _secret_value(value):
+                continue
+            yield SecretMatch(
+                match.start(),
+                match.end(),
+                *match.span("value"),
+                f'Text names a {match.group("noun").lower()} and gives its value ({redact(value)}); '
+                "secrets never belong in memory or logs.",
+            )
+
+
+# --- payment card numbers ------------------------------------------------------------------------
+
+# Eight digits with at most one separator among them sit in every card
+# layout people write (4-4-4-4, 4-6-5, 8-8, unbroken).
+_CARD_HINT = re.compile(r"\d\d\d\d[ -]?\d\d\d\d")
+_CARD = re.compile(r"(?<![\w+.,/\\-])\d(?:[ -]?\d){12,18}(?![\w/\\-]|[.,]\d)")
+
+
+class CardNumberRule(SecretRule):
+    """A full payment card number (Luhn-valid, with an issuer prefix),
+    written with or without spaces or dashes, in any grouping: a card
+    number in agent memory is a PCI-DSS breach whatever the workspace's
+    personal-data policy says about other identifiers."""
+
+    name = "secret_card_number"
+
+    def matches(self, normalized: str) -> Iterator[SecretMatch]:
+        done = 0
+        for hint in _CARD_HINT.finditer(normalized):
+            if hint.start() < done:
+                continue
+            # Only around the hint: a card is at most 19 digits and 6 separators.
+            match = _CARD.search(normalized, max(done, hint.start() - 25), hint.end() + 30)
+            if match is None:
+                done = hint.end()
+                continue
+            done = match.end()
+            run = match.group()
+            if len(set(re.findall(r"[ -]", run))) > 1:
+                continue
+            digits = re.sub(r"[ -]", "", run)
+            if not (13 <= len(digits) <= 19 and _CARD_ISSUER.fullmatch(digits) and luhn_valid(digits)):
+                continue
+            before = normalized[max(0, match.start() - 30) : match.start()]
+            # An order number, or a phone number after its country code.
+            if _CARD_REFERENCE.search(before) or re.search(r"\+\d{1,4}[ -]?$", before):
+                continue
+            yield SecretMatch(
+                match.start(),
+                match.end(),
+                match.start(),
+                match.end(),
+                f"Text contains a payment card number (…{digits[-4:]}, Luhn-valid); card numbers never belong in "
+                "memory.",
             )
 
 

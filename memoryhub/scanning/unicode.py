@@ -12,7 +12,12 @@ import unicodedata
 
 from memoryhub.scanning.base import Finding, non_ascii_characters
 
-_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200d\u2060-\u2064\u206a-\u206f\ufeff\U000e0000-\U000e007f]")
+# The Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) are letters that
+# render as nothing: Korean text never needs them alone, and they make
+# "ig<filler>nore" read as two words to a rule and as one to a reader.
+_INVISIBLE = re.compile(
+    r"[\u00ad\u115f\u1160\u180e\u200b-\u200d\u2060-\u2064\u206a-\u206f\u3164\ufeff\uffa0\U000e0000-\U000e007f]"
+)
 # U+061C ARABIC LETTER MARK behaves like U+200F and is just as invisible;
 # natural Arabic and Hebrew text never needs either.
 _BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

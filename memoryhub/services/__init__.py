@@ -33,6 +33,7 @@ from memoryhub.services.agents import (
     AGENT_SETTINGS,
     POLICY_FIELDS,
     WORKSPACE_SETTINGS,
+    NeedsRequester,
     SettingsUpdate,
     create_agent,
     ensure_workspace,
@@ -65,9 +66,14 @@ from memoryhub.services.credentials import (
 )
 from memoryhub.services.entries import ENTRY_MAX, add_entry, remove_entry, replace_entry
 from memoryhub.services.erasure import (
+    COUNT_LABELS,
     ERASE_ROLES,
+    NothingToErase,
+    count_lines,
     erasure_records,
+    pending_counts,
     pending_erasures,
+    preview_erasure,
     request_erasure,
     subject_hash,
 )
@@ -160,7 +166,8 @@ from memoryhub.services.tools import (
 __all__ = [
     "ADMIN_ROLES", "AGENT_KEY_PREFIX", "AGENT_SETTINGS", "ENTRY_MAX", "MAX_LOG_BATCH", "MAX_LOG_ENTRY_CHARS",
     "MAX_LOG_REQUEST_CHARS", "MAX_TOOLS", "POLICY_FIELDS", "READ_ROLES", "REVIEW_ROLES", "SOFT_LIMIT_CEILING",
-    "STAFF_TOKEN_PREFIX", "SYSTEM", "TOOL_DESCRIPTION_MAX", "WORKSPACE_SETTINGS", "FileView", "SettingsUpdate",
+    "STAFF_TOKEN_PREFIX", "SYSTEM", "TOOL_DESCRIPTION_MAX", "WORKSPACE_SETTINGS", "FileView", "NeedsRequester",
+    "SettingsUpdate",
     "StaleChange", "WriteResult", "add_entry", "agent_for_key", "append_log", "approve_change", "approve_proposal",
     "authors_of", "can_review", "check_limit", "check_safe", "compress_warning", "create_agent",
     "deactivate_user", "edit_memory", "end_session", "ensure_staff_user", "ensure_workspace", "file_versions",
@@ -180,7 +187,8 @@ __all__ = [
 ]
 __all__ += ["AGENT_FORMAT", "AGENT_FORMAT_VERSION", "export_agent", "import_agent"]
 __all__ += ["EXPORT_ROLES", "Subject", "SubjectExport", "export_subject", "find_subject", "subject_in"]
-__all__ += ["ERASE_ROLES", "erasure_records", "pending_erasures", "request_erasure", "subject_hash",
+__all__ += ["COUNT_LABELS", "ERASE_ROLES", "NothingToErase", "count_lines", "erasure_records", "pending_counts",
+            "pending_erasures", "preview_erasure", "request_erasure", "subject_hash",
             "redact_expired_logs", "retention_status"]
 __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
             "unclaim_proposal"]

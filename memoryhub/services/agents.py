@@ -4,8 +4,16 @@ Settings that weaken the gate — an agent's write policy to `direct`, higher
 limits or budget, another consolidation backend, a workspace's default
 policy to `direct` — are not applied by one person: they become a pending
 change (services.changes) that a different admin approves. Everything else
-applies at once. The operator at the shell (SYSTEM) applies directly, and
-the audit event says so.
+applies at once.
+
+Nobody loosens a setting alone, the shell included: SYSTEM (a management
+command run without `--as`, a task) may apply what does not weaken the gate
+and is refused what does, because a change it requested would have no
+requester for four-eyes to exclude. An operator names the admin who asks
+for it (`--as USERNAME`) and the change waits for another one. Creating an
+agent is provisioning, not a change of one in service: the shell may give a
+new agent any settings, and the audit event names the ones weaker than a new
+agent's defaults.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Field
 
 from memoryhub import errors
 from memoryhub.models import (
@@ -112,6 +120,25 @@ def _budget(value: Any, field: str) -> Decimal:
     return budget.quantize(Decimal("0.0001"))
 
 
+_TRUE = ("on", "true", "1", "yes")
+_FALSE = ("off", "false", "0", "no", "")
+
+
+def _switch(label: str) -> Callable[[Any, str], bool]:
+    def clean(value: Any, field: str) -> bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise errors.Invalid(f"{label} is on or off; got {value!r}.", field=field)
+    return clean
+
+
+def _turned_off(old: Any, new: Any) -> bool:
+    return bool(old and not new)
+
+
 def _never(old: Any, new: Any) -> bool:
     return False
 
@@ -158,6 +185,9 @@ AGENT_SETTINGS: dict[str, Setting] = {
         Setting("gate_sessions", _int("Gate sessions", 0, MAX_GATE_SESSIONS)),
         Setting("staleness_ttl_days", _int("Staleness TTL", 0, MAX_STALENESS_DAYS)),
         Setting("daily_budget_usd", _budget, _raised),
+        # Memory served as data is a defence; serving it as plain text is a
+        # loosening, so it takes a second admin.
+        Setting("spotlighting", _switch("Spotlighting"), _turned_off),
     )
 }
 # API names for agent fields whose model name differs.
@@ -269,6 +299,20 @@ def ensure_workspace(*, slug: str, name: str = "", actor_user: Any = None) -> tu
 # --- agents -------------------------------------------------------------------------------------
 
 
+def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, Any]:
+    """What a new agent in `workspace` starts with, for the given fields:
+    the model's defaults under the workspace's default write policy."""
+    defaults: dict[str, Any] = {}
+    for field in fields:
+        model_field = Agent._meta.get_field(field)
+        assert isinstance(model_field, Field)
+        value = model_field.get_default()
+        defaults[field] = AGENT_SETTINGS[field].clean(value, field) if value not in ("", None) else value
+    if "write_policy" in defaults:
+        defaults["write_policy"] = workspace.default_write_policy
+    return defaults
+
+
 def create_agent(
     *,
     workspace: Workspace,
@@ -279,15 +323,19 @@ def create_agent(
     strategy: Any = Strategy.HYBRID_V2,
     write_policy: Any = None,
     backend: Any = Backend.HEURISTIC,
+    settings: Any = None,
 ) -> Agent:
     """A new agent, under the workspace's default write policy unless told
-    otherwise. Asking for a weaker policy than the default is itself a
-    weakening: an admin is refused and told to request `direct` as a change
-    after creating the agent; the shell may set it, and the audit event says so.
+    otherwise; `settings` sets any other AGENT_SETTINGS field (an import).
+    Starting weaker than a new agent's defaults is itself a weakening: an
+    admin is refused and told to request it as a change after creating the
+    agent; the shell may provision it, and the audit event says so.
     Slugs are unique across workspaces (staff API paths name agents by slug
     alone), so an existing slug is refused, not reused."""
     require_admin(user=actor, workspace=workspace.pk, action="create agents here")
     slug = _check_slug(slug, what="agent")
+    if settings is not None and not isinstance(settings, dict):
+        raise errors.Invalid("An agent's settings are a JSON object.", field="settings")
     default_policy = workspace.default_write_policy
     wanted = clean_settings(AGENT_SETTINGS, {
         "name": (name or slug) if isinstance(name, str) else name,
@@ -295,12 +343,17 @@ def create_agent(
         "strategy": strategy,
         "write_policy": write_policy or default_policy,
         "consolidation_backend": backend,
+        **(settings or {}),
     })
-    weaker = _to_direct(default_policy, wanted["write_policy"])
+    weaker = weakening(AGENT_SETTINGS, new_agent_defaults(workspace, wanted), wanted)
     if weaker and not is_system(actor):
+        if "write_policy" in weaker:
+            raise errors.Invalid(
+                f"New agents in {workspace.slug} start under the `{default_policy}` policy. Create the agent, then "
+                "request `direct` as a change another admin approves.", field="write_policy")
         raise errors.Invalid(
-            f"New agents in {workspace.slug} start under the `{default_policy}` policy. Create the agent, then "
-            "request `direct` as a change another admin approves.", field="write_policy")
+            f"{', '.join(weaker)} would weaken the gate of a new agent, which needs a second admin: create it "
+            "with the defaults, then request the change.", field=weaker[0])
     with transaction.atomic():
         existing = Agent.objects.select_related("workspace").filter(slug=slug).first()
         if existing is not None:
@@ -315,11 +368,11 @@ def create_agent(
             actor_user=actor,
             target=agent,
             summary=f"Created agent {slug} in {workspace.slug}"
-            + (f" with write policy {wanted['write_policy']} (weaker than the workspace default, set at the shell)"
-               if weaker else ""),
+            + (f" with {', '.join(f'{field} {wanted[field]}' for field in weaker)} (weaker than a new agent's "
+               "defaults, set at the shell)" if weaker else ""),
             details={"strategy": wanted["strategy"], "write_policy": wanted["write_policy"],
                      "backend": wanted["consolidation_backend"], "workspace_default": default_policy,
-                     "weaker_than_default": weaker},
+                     "weaker_than_default": bool(weaker), "weaker_fields": weaker},
         )
     return agent
 
@@ -336,10 +389,25 @@ def _field_changes(before: dict[str, Any], wanted: dict[str, Any]) -> dict[str, 
     return {field: {"from": str(before[field]), "to": str(value)} for field, value in wanted.items()}
 
 
+class NeedsRequester(errors.FourEyes):
+    """A weakening asked for by no one in particular (SYSTEM): it could only
+    be applied alone, or become a change anyone could approve."""
+
+
+def _refuse_shell_weakening(actor: Any, weaker: list[str]) -> None:
+    if is_system(actor):
+        raise NeedsRequester(
+            f"Loosening {', '.join(weaker)} takes two admins: one requests it, another approves it. The operator "
+            "at the shell acts for no one in particular, so name the admin who requests it.",
+            weakens=weaker,
+        )
+
+
 def update_agent(*, agent: Agent, settings: Any, actor: Any, reason: Any = "") -> SettingsUpdate:
     """Change some of an agent's settings. A request that weakens the gate
     becomes one pending change (all its fields, decided together); otherwise
-    the fields apply at once. No change, no write and no event."""
+    the fields apply at once. SYSTEM is refused a weakening (NeedsRequester).
+    No change, no write and no event."""
     from memoryhub.services.changes import request_change
 
     require_admin(user=actor, workspace=agent.workspace_id, action="change agent settings")
@@ -351,7 +419,8 @@ def update_agent(*, agent: Agent, settings: Any, actor: Any, reason: Any = "") -
         if not wanted:
             return SettingsUpdate(applied=[])
         weaker = weakening(AGENT_SETTINGS, before, wanted)
-        if weaker and not is_system(actor):
+        if weaker:
+            _refuse_shell_weakening(actor, weaker)
             change = request_change(
                 workspace=agent.workspace, agent=locked, kind=ChangeKind.AGENT_SETTINGS, actor=actor,
                 payload={"fields": _field_changes(before, wanted)}, reason=reason,
@@ -398,7 +467,8 @@ def update_workspace(*, workspace: Workspace, settings: Any, actor: Any, reason:
         if not wanted:
             return SettingsUpdate(applied=[])
         weaker = weakening(WORKSPACE_SETTINGS, before, wanted)
-        if weaker and not is_system(actor):
+        if weaker:
+            _refuse_shell_weakening(actor, weaker)
             change = request_change(
                 workspace=locked, kind=ChangeKind.WORKSPACE_SETTINGS, actor=actor,
                 payload={"fields": _field_changes(before, wanted)}, reason=reason,
@@ -432,5 +502,6 @@ def governed_settings() -> dict[str, str]:
     is, in words (for the forms that change them)."""
     when: dict[Callable[[Any, Any], bool], str] = {
         _to_direct: "switching to direct", _raised: "raising it", _changed: "any change",
+        _turned_off: "turning it off",
     }
     return {field: when[spec.weakens] for field, spec in AGENT_SETTINGS.items() if spec.weakens in when}

@@ -148,7 +148,7 @@ def _decide(change: Change, *, status: str, actor: Any, comment: str, result: di
     change.decision_comment = comment
     change.result = result or {}
     change.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment",
-                               "result", "payload", "user_ref"])
+                               "result", "payload", "user_ref", "reason"])
 
 
 def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
@@ -161,6 +161,11 @@ def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
         require_four_eyes(decider=actor, requester_id=change.requested_by_id, what="change")
         if not change.is_pending:
             raise errors.NotPending(f"This change is already {change.status}; there is nothing to approve.")
+        if change.kind == ChangeKind.ERASURE:
+            from memoryhub.services.erasure import scrubbed
+
+            # Kept with the decision and its audit event, after the subject is gone.
+            comment = scrubbed(change=change, text=comment)
         result = _apply(change, actor=actor)
         _decide(change, status=ChangeStatus.APPROVED, actor=actor, comment=comment, result=result)
         record_event(

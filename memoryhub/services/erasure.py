@@ -14,11 +14,21 @@ every trace of end user U across every agent of the workspace is erased:
   first so a tombstone is never approved into service;
 - their sessions end and lose their frozen contexts (the snapshot keeps
   only version numbers); consolidation runs and pairs, other governance
-  changes and audit events about them keep their rows under the pseudonym,
-  with error texts, summaries naming U and event details tombstoned;
+  changes and audit events about them — in the workspace or recorded under
+  none — keep their rows under the pseudonym, with error texts, reasons,
+  comments, summaries naming U and event details tombstoned;
 - cached contexts and replayable API answers (Idempotency-Key records)
-  that held their text are dropped; SQLite's search index is merged and,
-  after commit, the file is VACUUMed and its WAL truncated.
+  about them are dropped, and so are sign-in throttle rows naming them;
+  SQLite's search index is merged and, after commit, the file is VACUUMed
+  and its WAL truncated.
+
+Which columns of which tables hold or name U, and what each becomes, is
+one table: services.sweep (tests/memoryhub/test_sweep.py fails for a
+column that is neither swept nor declared subject-free). Before a second
+admin sees it, the request counts what would be erased (`preview_erasure`)
+and refuses a reference nothing names (NothingToErase): a mistyped one
+would otherwise be "erased" while the real user's data stays. The
+approval counts again and refuses the same way.
 
 The subject is named nowhere in clear afterwards: the erasure record, the
 change and the audit events carry `subject_hash`, an HMAC-SHA256 of the
@@ -35,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 
 from django.conf import settings
@@ -49,12 +58,11 @@ from memoryhub.models import (
     ChangeKind,
     ChangeStatus,
     ErasureRecord,
-    IdempotencyRecord,
     ProposalStatus,
     Source,
     Workspace,
 )
-from memoryhub.services import redaction
+from memoryhub.services import redaction, sweep
 from memoryhub.services.access import ADMIN_ROLES, user_or_none
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import validate_text
@@ -80,9 +88,70 @@ def pseudonym(digest: str, change_id: int) -> str:
     return f"erased:{hashlib.sha256(f'{digest}:{change_id}'.encode()).hexdigest()[:32]}"
 
 
+class NothingToErase(errors.DomainError):
+    """Nothing in the workspace names the reference: most often a mistyped
+    one, whose erasure would be logged as done while the real user's data
+    stays."""
+
+    code = "nothing_to_erase"
+    status = 422
+
+
+# The counts an erasure shows before it is approved and records after, in
+# the order the console lists them (services.sweep's count keys).
+COUNT_LABELS = {
+    "files": "files", "versions": "versions", "proposals": "proposals", "sessions": "sessions",
+    "log_entries": "log entries", "runs": "consolidation runs", "pairs": "consolidation pairs",
+    "changes": "governance changes", "events": "audit events", "cached_answers": "replayable API answers",
+    "webhook_deliveries": "webhook deliveries", "admin_log": "Django admin log entries",
+    "login_throttle": "sign-in throttle rows",
+}
+
+
+# Always shown, even at 0; the other kinds when they are not.
+MAIN_KINDS = ("files", "versions", "proposals", "sessions", "log_entries")
+
+
+def count_lines(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """(label, count) for a person: the main kinds, then any other that is not 0."""
+    return [(COUNT_LABELS.get(kind, kind.replace("_", " ")), count) for kind, count in _ordered(counts).items()
+            if kind in MAIN_KINDS or count]
+
+
+def _ordered(counts: dict[str, int]) -> dict[str, int]:
+    ordered = {key: counts.get(key, 0) for key in COUNT_LABELS}
+    return {**ordered, **{k: v for k, v in counts.items() if k not in ordered}}
+
+
+def preview_erasure(*, workspace: Workspace, user_ref: str, change_id: int = 0) -> dict[str, int]:
+    """What an erasure of `user_ref` would touch now, per kind: the rows
+    each sweep of services.sweep would change (the caller has checked the
+    actor; console and REST only show this)."""
+    return _ordered(sweep.preview(sweep.Scope(workspace=workspace, user_ref=user_ref, change_id=change_id)))
+
+
+def pending_counts(change: Change) -> dict[str, int]:
+    """A pending erasure's counts recomputed now, for whoever decides it."""
+    if change.kind != ChangeKind.ERASURE or not change.is_pending:
+        return {}
+    return preview_erasure(workspace=change.workspace, user_ref=change.user_ref, change_id=change.pk)
+
+
+def _nothing(workspace: Workspace, user_ref: str, *, pending: bool = False) -> NothingToErase:
+    then = ("Reject this change: nothing would be erased." if pending
+            else "Nothing was requested. References are matched exactly (case, accents, spaces): check it "
+                 "against the agent's records or the export.")
+    return NothingToErase(
+        f"Nothing in workspace {workspace.slug} names the user {user_ref!r}: no files, versions, proposals, "
+        f"sessions, log entries, consolidation runs, changes or audit events. {then}",
+        counts=preview_erasure(workspace=workspace, user_ref=user_ref))
+
+
 def request_erasure(*, actor: Any, user_ref: Any, reason: Any, workspace: Workspace | str | None = None) -> Change:
     """Ask to erase end user U of the workspace: a pending change a second
-    admin approves (API.md: POST /api/v1/subjects/U/erasure)."""
+    admin approves (API.md: POST /api/v1/subjects/U/erasure). What it would
+    erase is counted now and kept in the change (`payload.counts`); a
+    reference nothing names is refused (NothingToErase), with no change."""
     subject = find_subject(actor=actor, user_ref=user_ref, workspace=workspace, roles=ERASE_ROLES,
                            action="erase data subjects")
     reason = validate_text(reason, field="reason", label="The reason for an erasure", max_length=REASON_MAX,
@@ -97,17 +166,25 @@ def request_erasure(*, actor: Any, user_ref: Any, reason: Any, workspace: Worksp
         if existing is not None:
             raise errors.Invalid(f"An erasure of this user is already waiting for a decision (change "
                                  f"#{existing.pk}).", change=existing.pk)
+        counts = preview_erasure(workspace=subject.workspace, user_ref=subject.user_ref)
+        if not any(counts.values()):
+            # Not audited, like any refused input: an event naming the
+            # reference would itself be something to erase next time.
+            raise _nothing(subject.workspace, subject.user_ref)
         # The change must name U until it is decided (it is what gets
         # erased); its audit event names only the hash (in its payload).
         return request_change(
             workspace=subject.workspace, kind=ChangeKind.ERASURE, actor=actor, user_ref=subject.user_ref,
-            event_user_ref="", payload={"subject_hash": digest}, reason=reason,
+            event_user_ref="", payload={"subject_hash": digest, "counts": counts}, reason=reason,
             summary=f"Erase every trace of a user of {subject.workspace.slug} (subject {digest[:12]})",
         )
 
 
-def _names(text: str, user_ref: str) -> bool:
-    return bool(user_ref) and user_ref in text
+def scrubbed(*, change: Change, text: str) -> str:
+    """Text typed about a pending erasure (its reason, the approver's
+    comment): a tombstone if it names the subject, else as typed."""
+    scope = sweep.Scope(workspace=change.workspace, user_ref=change.user_ref, change_id=change.pk)
+    return scope.tombstone if text and scope.names(text, short=True) else text
 
 
 def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
@@ -120,10 +197,15 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
     alias = pseudonym(digest, change.pk)
     by = f"change #{change.pk}"
     now = timezone.now()
+    scope = sweep.Scope(workspace=workspace, user_ref=user_ref, alias=alias, change_id=change.pk, at=now)
+    # Counted again at the approval: the approver decides on what is there now.
+    planned = preview_erasure(workspace=workspace, user_ref=user_ref, change_id=change.pk)
+    if not any(planned.values()):
+        raise _nothing(workspace, user_ref, pending=True)
     counts: dict[str, int] = {}
 
     # Files: an empty version first, so the served row equals its latest
-    # (empty, unredacted) history row; then every version is redacted.
+    # (empty, unredacted) history row; the sweep then redacts every version.
     emptied = 0
     files = list(subject.files().select_related("agent"))
     for row in files:
@@ -132,16 +214,11 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
             apply_version(agent=row.agent, kind=row.kind, user_ref=user_ref, file=file, content="",
                           source=Source.ADMIN, reason=f"Erased ({by})", actor_user=actor)
             emptied += 1
-    counts["files"] = len(files)
     counts["files_emptied"] = emptied
-    counts["versions"] = redaction.redact(what="history", ids=subject.versions().values_list("history_id", flat=True),
-                                          by=by, pseudonym=alias, at=now)
-    redaction.redact(what="served", ids=[f.pk for f in files], by=by, pseudonym=alias, at=now)
 
     # Proposals: open ones are withdrawn before their text goes.
-    proposals = subject.proposals()
     counts["proposals_withdrawn"] = 0
-    for proposal in proposals.filter(status__in=OPEN_STATUSES):
+    for proposal in subject.proposals().filter(status__in=OPEN_STATUSES):
         counts["proposals_withdrawn"] += 1
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = user_or_none(actor)
@@ -150,50 +227,26 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
         proposal.decision_comment = f"Withdrawn: the user was erased ({by})."
         proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at",
                                      "decision_comment"])
-    counts["proposals"] = redaction.redact(what="proposal", ids=proposals.values_list("id", flat=True), by=by,
-                                           pseudonym=alias, at=now)
 
-    counts["log_entries"] = redaction.redact(what="log", ids=subject.log_entries().values_list("id", flat=True),
-                                             by=by, pseudonym=alias, at=now)
-
-    sessions = subject.sessions()
-    counts["sessions"] = sessions.count()
-    counts["sessions_ended"] = sessions.filter(ended_at__isnull=True).update(ended_at=now)
-    sessions.update(user_ref=alias, external_id="", context={}, parts=[])
+    counts["sessions_ended"] = subject.sessions().filter(ended_at__isnull=True).update(ended_at=now)
 
     # A run still queued or running for the user would write a proposal
     # from what it read before the erasure: end it here, so its fenced
     # finish (status=RUNNING) matches nothing and writes nothing.
     counts["runs_cancelled"] = subject.runs().filter(status__in=("queued", "running")).update(
         status="failed", error=f"Cancelled: the user was erased ({by}).", finished_at=now, lease_expires_at=None)
-    counts["runs"] = redaction.redact(what="run", ids=subject.runs().values_list("id", flat=True), by=by,
-                                      pseudonym=alias, at=now)
-    from django.apps import apps
 
-    apps.get_model("consolidation", "ConsolidationPair").objects.filter(
-        agent__in=subject.agents(), user_ref=user_ref).update(user_ref=alias, attention_reason="")
-
-    for other in subject.changes().exclude(pk=change.pk):
-        other.user_ref = alias
-        other.summary = other.summary.replace(user_ref, alias)
-        other.reason = redaction.tombstone(by=by, at=now) if _names(other.reason, user_ref) else other.reason
-        other.save(update_fields=["user_ref", "summary", "reason"])
-
-    events = subject.events()
-    naming = [e.pk for e in events.only("id", "summary") if _names(e.summary, user_ref)]
-    counts["events"] = redaction.redact(what="audit_summary", ids=naming, by=by, pseudonym=alias, at=now)
-    counts["events"] += redaction.redact(what="audit", ids=events.exclude(pk__in=naming).values_list("id", flat=True),
-                                         by=by, pseudonym=alias, at=now)
-
-    # Replayable answers of the workspace's agents and staff (a session's
-    # context, a write's echo) may hold the text; they are a retry cache.
-    counts["cached_answers"] = _drop_cached_answers(subject)
+    # Every column of every table that holds or names the subject
+    # (services.sweep, one table).
+    counts.update(sweep.run(scope))
+    change.reason = scrubbed(change=change, text=change.reason)
     redaction.optimize_search()
 
     agents = list(subject.agents())
     transaction.on_commit(lambda: [context.purge_cached_contexts(agent=a, user_ref=user_ref) for a in agents])
     transaction.on_commit(redaction.compact_sqlite)
 
+    counts = _ordered(counts)
     requester = change.requested_by
     approver = user_or_none(actor)
     ErasureRecord.objects.create(
@@ -213,22 +266,9 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
     # The change itself keeps the hash, not the reference (saved by the
     # caller with the decision).
     change.user_ref = alias
-    change.payload = {"subject_hash": digest}
+    change.payload = {"subject_hash": digest, "counts": (change.payload or {}).get("counts", {})}
     return {"erased": {k: counts[k] for k in ("files", "versions", "log_entries", "proposals")},
-            "subject_hash": digest, "counts": counts}
-
-
-def _drop_cached_answers(subject: Subject) -> int:
-    # However the answer was encoded, it names the user as a JSON string.
-    needles = {json.dumps(subject.user_ref)[1:-1], json.dumps(subject.user_ref, ensure_ascii=False)[1:-1]}
-    principals = [f"agent:{pk}" for pk in subject.agents().values_list("pk", flat=True)]
-    principals += [f"user:{pk}" for pk in subject.workspace.memberships.values_list("user_id", flat=True)]
-    dropped = []
-    for record in IdempotencyRecord.objects.filter(principal__in=principals).exclude(body=None).only("id", "body"):
-        texts = (json.dumps(record.body), json.dumps(record.body, ensure_ascii=False))
-        if any(needle in text for needle in needles for text in texts):
-            dropped.append(record.pk)
-    return IdempotencyRecord.objects.filter(pk__in=dropped).delete()[0]
+            "subject_hash": digest, "planned": planned, "counts": counts}
 
 
 def erasure_records(*, workspace_ids: Any) -> Any:

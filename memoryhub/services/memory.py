@@ -134,6 +134,9 @@ class WriteResult:
     file: MemoryFile | None = None
     # False when the write would not change the content, so nothing was stored.
     changed: bool = True
+    # True when `proposal` is an identical pending proposal this agent made
+    # before: it is answered again and nothing new is stored.
+    duplicate: bool = False
 
 
 class FirstVersionRace(errors.VersionConflict):
@@ -295,6 +298,17 @@ def _edit_locked(
             return WriteResult(applied=True, version=current, chars=len(content), warning=warning, file=file,
                                changed=False)
         if agent.write_policy != WritePolicy.DIRECT or (file is not None and file.is_withheld):
+            # The same write again (a retried request, a model repeating
+            # itself) is the same change: the reviewer reads it once. The
+            # counterpart of `direct`'s "already says that" above.
+            same = (
+                Proposal.objects.pending().for_file(agent, kind, user_ref)
+                .filter(author_agent=agent, source=Source.AGENT, base_version=current, proposed_content=content)
+                .order_by("-id").first()
+            )
+            if same is not None:
+                return WriteResult(applied=False, version=current, chars=len(content), warning=warning,
+                                   proposal=same, duplicate=True)
             proposal = create_proposal(
                 agent=agent,
                 kind=kind,

@@ -30,7 +30,7 @@ from django.utils import timezone
 from memoryhub import errors, jsonstream
 from memoryhub.models import Agent, AuditEvent, MemoryFile, Source, Workspace
 from memoryhub.services.access import is_system, require_admin, user_or_none
-from memoryhub.services.agents import AGENT_SETTINGS, create_agent, ensure_workspace, update_agent
+from memoryhub.services.agents import AGENT_SETTINGS, create_agent, ensure_workspace
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target
 from memoryhub.services.memory import apply_version, lock_file
@@ -40,8 +40,6 @@ AGENT_FORMAT = "memoryhub.agent"
 AGENT_FORMAT_VERSION = 1
 USERS_NONE, USERS_CURRENT, USERS_HISTORY = "none", "current", "history"
 USERS_CHOICES = (USERS_NONE, USERS_CURRENT, USERS_HISTORY)
-# Set at creation; every other setting is applied afterwards.
-_CREATE_FIELDS = ("name", "description", "strategy", "write_policy", "consolidation_backend")
 _HISTORY_REASON_MAX = 100
 _PROVENANCE_TEXT_MAX = 255
 
@@ -243,26 +241,11 @@ def import_agent(*, document: Any, actor: Any, workspace: Workspace | str | None
     with transaction.atomic():
         target = _target_workspace(actor=actor, workspace=workspace, fallback=parts["source"]["workspace"])
         require_admin(user=actor, workspace=target.pk, action="import agents here")
-        settings = dict(parts["settings"])
-        created = {field: settings.pop(field) for field in _CREATE_FIELDS[2:] if field in settings}
-        agent = create_agent(
-            workspace=target,
-            slug=slug or parts["slug"],
-            actor=actor,
-            name=parts["name"],
-            description=parts["description"],
-            strategy=created.get("strategy", "hybrid_v2"),
-            write_policy=created.get("write_policy"),
-            backend=created.get("consolidation_backend", "heuristic"),
-        )
-        if settings:
-            update = update_agent(agent=agent, settings=settings, actor=actor, reason="import")
-            if update.change is not None:
-                raise errors.Invalid(
-                    "These settings would weaken the gate of a new agent, which needs a second admin: import at "
-                    "the shell (manage.py import_agent), or import without them and request the change.",
-                    field="settings",
-                )
+        # Provisioning, not a change of an agent in service: the shell may
+        # bring any settings; an admin is refused those weaker than a new
+        # agent's defaults (services.agents.create_agent).
+        agent = create_agent(workspace=target, slug=slug or parts["slug"], actor=actor, name=parts["name"],
+                             description=parts["description"], settings=parts["settings"])
         replace_tools(agent=agent, tools=parts["tools"], actor=actor)
         provenance = _write_files(agent=agent, files=parts["files"], actor=actor)
         record_event(

@@ -4,9 +4,12 @@ History rows, log entries, audit events and decided proposals are never
 changed (memoryhub.immutability) — except that their text may be replaced by
 a tombstone, `[REDACTED <YYYY-MM-DD> by change #<id>]` or `[REDACTED
 <YYYY-MM-DD> by retention]`, and the end user's reference by a pseudonym
-(`erased:` + 32 hex digits). Version numbers, authors, reasons, times and
-the audit rows themselves stay. Everything here runs inside the caller's
-transaction, which also writes the audit event that says why.
+(`erased:` + 32 hex digits). Free text typed about the row (a version's
+reason, a proposal's reason and decision comment, a withhold reason) is
+text too. Version numbers, authors, sources, times and the audit rows
+themselves stay. Everything here runs inside the caller's transaction,
+which also writes the audit event that says why. Which columns of which
+tables an erasure sends here is one table, services.sweep.
 
 `redact()` is the only code that sets the database's redaction flag:
 
@@ -92,11 +95,14 @@ def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str
     marks = ", ".join("%s" for _ in ids)
     stamps = "redacted_at = %s, redacted_by = %s"
     keep_empty = "CASE WHEN {c} = '' THEN '' ELSE %s END"
+    keep_null = "CASE WHEN coalesce({c}, '') = '' THEN {c} ELSE %s END"
     user = "COALESCE(%s, user_ref)"
     with connection.cursor() as cursor:
         if what == "history":
-            cursor.execute(f"UPDATE {table} SET content = {keep_empty.format(c='content')}, user_ref = {user}, "
-                           f"{stamps} WHERE {key} IN ({marks})", [text, pseudonym, now, by, *ids])
+            cursor.execute(f"UPDATE {table} SET content = {keep_empty.format(c='content')}, "
+                           f"history_change_reason = {keep_null.format(c='history_change_reason')}, "
+                           f"user_ref = {user}, {stamps} WHERE {key} IN ({marks})",
+                           [text, text, pseudonym, now, by, *ids])
         elif what == "log":
             cursor.execute(f"UPDATE {table} SET content = %s, user_ref = {user}, {stamps} WHERE {key} IN ({marks})",
                            [text, pseudonym, now, by, *ids])
@@ -114,15 +120,18 @@ def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str
                 cursor.execute(
                     f"UPDATE {table} SET base_content = {keep_empty.format(c='base_content')}, "
                     f"proposed_content = {keep_empty.format(c='proposed_content')}, "
-                    f"diff = {keep_empty.format(c='diff')}, "
+                    f"diff = {keep_empty.format(c='diff')}, reason = {keep_empty.format(c='reason')}, "
+                    f"decision_comment = {keep_empty.format(c='decision_comment')}, "
                     f"rationale = %s, pii = '[]', user_ref = {user}, {stamps} WHERE id = %s",
-                    [text, text, text, new, pseudonym, now, by, pk])
+                    [text, text, text, text, text, new, pseudonym, now, by, pk])
             return len(ids)
         elif what == "run":
             cursor.execute(f"UPDATE {table} SET error = {keep_empty.format(c='error')}, user_ref = {user} "
                            f"WHERE {key} IN ({marks})", [text, pseudonym, *ids])
         elif what == "served":
-            cursor.execute(f"UPDATE {table} SET user_ref = {user} WHERE {key} IN ({marks})", [pseudonym, *ids])
+            cursor.execute(f"UPDATE {table} SET user_ref = {user}, "
+                           f"withheld_reason = {keep_empty.format(c='withheld_reason')} WHERE {key} IN ({marks})",
+                           [pseudonym, text, *ids])
         else:
             raise ValueError(what)
         return int(cursor.rowcount)

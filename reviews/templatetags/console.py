@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
@@ -19,14 +21,54 @@ from reviews.diffs import Segment
 register = template.Library()
 
 
+# Ids as files and logs write them: letters and digits joined by hyphens,
+# with a digit somewhere (cust-1042, ORD-2026-118, a UUID, a date). A
+# browser may break a line after any hyphen; inside an id that reads as two
+# ids. Longer runs are left breakable so they cannot push a cell wide.
+_ID = re.compile(r"\w+(?:-\w+)+")
+_ID_MAX = 64
+
+
+def _id_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _ID.finditer(text)
+            if any(ch.isdigit() for ch in m.group()) and len(m.group()) <= _ID_MAX]
+
+
 @register.filter
 def segments(parts: Iterable[Segment]) -> SafeString:
-    """Diff segments as escaped HTML, changed words in <mark>."""
-    return format_html_join(
-        "",
-        "{}",
-        ((format_html("<mark>{}</mark>", s.text) if s.changed else s.text,) for s in parts),
-    )
+    """Diff segments as escaped HTML, changed words in <mark>, each id kept
+    on one line (<span class="id-nowrap">) across the marks inside it."""
+    parts = list(parts)
+    spans = _id_spans("".join(part.text for part in parts))
+    html: list[str] = []
+    current: int | None = None  # the id span the last piece was in
+    offset = 0
+    for part in parts:
+        # Cut the segment at every id edge inside it.
+        cuts = sorted({0, len(part.text)} | {edge - offset for span in spans for edge in span
+                                            if offset < edge < offset + len(part.text)})
+        for start, end in zip(cuts, cuts[1:], strict=False):
+            at = offset + start
+            inside = next((i for i, (a, b) in enumerate(spans) if a <= at < b), None)
+            if inside != current:
+                if current is not None:
+                    html.append("</span>")
+                if inside is not None:
+                    html.append('<span class="id-nowrap">')
+                current = inside
+            text = part.text[start:end]
+            html.append(format_html("<mark>{}</mark>", text) if part.changed else format_html("{}", text))
+        offset += len(part.text)
+    if current is not None:
+        html.append("</span>")
+    return SafeString("".join(html))
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A value as indented JSON, the notation the edit boxes take (escaped
+    by the template like any text: never marked safe)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
 @register.simple_tag

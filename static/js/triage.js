@@ -1,6 +1,8 @@
 /* Keyboard triage for the review console (issue 14, item 1).
 
-   Queue: j / k move between proposals, Enter or o opens the current one.
+   Queue: j / k move between proposals, Enter or o opens the current one,
+   x ticks (or unticks) the current one for the bulk form, as in Gmail and
+   GitHub (the first row becomes current if none is).
    Proposal: j / k go to the next / previous proposal in the same filter,
    a goes to "Approve & next" (Enter confirms), r to the reject comment (a
    rejection needs a reason, so nothing is rejected blind), e opens the
@@ -69,6 +71,17 @@
     return focus(list[index].querySelector("[data-queue-link]"));
   }
 
+  function tickRow() {
+    var list = rows();
+    if (!list.length) return false;
+    var index = currentIndex(list);
+    if (index < 0) { moveRow(1); index = 0; }
+    var box = list[index].querySelector('input[type="checkbox"][name="ids"]');
+    if (!box) return false; // a read-only role has no bulk form
+    box.click(); // a click, so change listeners and the form see it as the reviewer's own
+    return true;
+  }
+
   function openRow() {
     var list = rows();
     var index = currentIndex(list);
@@ -105,6 +118,7 @@
     "j": function () { return moveRow(1) || follow(key("next-item")); },
     "k": function () { return moveRow(-1) || follow(key("prev-item")); },
     "o": function () { return openRow(); },
+    "x": function () { return tickRow(); },
     "Enter": function (event) {
       // A focused link or button does its own thing on Enter.
       if (event.target instanceof Element && event.target.closest("a, button, summary, dialog")) return false;

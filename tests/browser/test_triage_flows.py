@@ -239,3 +239,83 @@ def test_the_size_table_never_breaks_a_word(browser, live_server, world, width):
     assert page.locator("table.size td").count() >= 6
     assert page.evaluate(WRAPPED_WORDS) == []
     context.close()
+
+
+
+def test_the_queue_shows_proposals_on_the_first_screen(browser, live_server, world):
+    """At 1280×900 the rows come first: filters fold into one line, the bulk
+    form follows the list (and stays in view at the bottom)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    sign_in(page, live_server, "rita-reviewer", PASSWORD)
+    for url in ("/", "/?sort=risk&source=consolidation"):
+        page.goto(f"{live_server.url}{url}")
+        first_row = page.locator("tr[data-queue-row]").first.bounding_box()
+        assert first_row is not None and first_row["y"] + first_row["height"] <= 900, (url, first_row)
+        assert page.evaluate("() => window.scrollY") == 0
+        bulk = page.locator("#bulk-form").bounding_box()
+        assert bulk is not None and bulk["y"] + bulk["height"] <= 900 and bulk["y"] > first_row["y"]
+        # The bulk form never covers the first row.
+        assert bulk["y"] >= first_row["y"] + first_row["height"]
+    assert "Sort" in page.locator(".filters-box > summary").inner_text()  # names what is active
+    assert not page.locator(".filters-box").evaluate("e => e.open")
+    page.locator(".filters-box > summary").click()
+    page.get_by_label("Source").wait_for()
+    context.close()
+
+
+def test_x_ticks_the_current_row_for_a_bulk_decision(page, live_server, world):
+    first, second, third = world["proposals"][:3]
+    sign_in(page, live_server, "rita-reviewer", PASSWORD)
+    page.goto(f"{live_server.url}/")
+    box = lambda p: page.get_by_label(f"Select proposal {p.pk}")  # noqa: E731
+    page.keyboard.press("x")  # no current row yet: the first becomes current and is ticked
+    assert box(first).is_checked() and page.locator("tr.is-current").count() == 1
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("x")
+    assert box(third).is_checked() and not box(second).is_checked()
+    page.keyboard.press("k")
+    page.keyboard.press("x")
+    page.keyboard.press("x")  # x again unticks
+    assert not box(second).is_checked()
+    assert active(page).startswith("a:#")  # focus stays on the row, so j/k go on from there
+    page.get_by_label("Comment").fill("x marks the spot")  # an x typed into a field is just a letter
+    assert [box(p).is_checked() for p in world["proposals"]] == [True, False, True, False, False]
+    page.get_by_label("Reason code").select_option("accurate")
+    page.get_by_role("button", name="Approve ticked").click()
+    page.wait_for_url("**/queue/bulk/")
+    assert "2 approved" in page.locator("#bulk-results").inner_text()
+    statuses = [Proposal.objects.get(pk=p.pk).status for p in world["proposals"]]
+    assert statuses == ["approved", "pending", "approved", "pending", "pending"]
+    page.keyboard.press("?")
+    assert "Tick or untick the current proposal" in page.get_by_role("dialog", name="Keyboard shortcuts").inner_text()
+    assert page.console_errors == []
+
+
+def test_the_history_diff_scrolls_with_the_keyboard_on_a_phone(browser, live_server, world):
+    from tests.browser.test_accessibility import AXE
+
+    agent = world["agent"]
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="cust-1",
+                          content="# Memory\n- Customer since 2019, account ORD-2026-0042-AB.\n")
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    sign_in(page, live_server, "rita-reviewer", PASSWORD)
+    page.goto(f"{live_server.url}/agents/{agent.slug}/files/MEMORY.md/history/?user=cust-1")
+    region = page.get_by_role("region", name="Side-by-side diff: Version 1 and Version 2")
+    assert region.evaluate("e => e.scrollWidth > e.clientWidth")  # it does scroll sideways here
+    region.focus()
+    assert region.evaluate("e => e === document.activeElement")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("End")
+    page.wait_for_function("() => document.activeElement.scrollLeft > 0")
+    page.evaluate(AXE)
+    found = page.evaluate("async () => (await axe.run(document, {runOnly: ['scrollable-region-focusable',"
+                          " 'aria-allowed-attr', 'aria-prohibited-attr']})).violations.map(v => v.id)")
+    assert found == []
+    # The id keeps its hyphens on one line, however narrow the cell.
+    rects = page.locator("td.side-new .id-nowrap", has_text="ORD-2026-0042-AB").evaluate(
+        "e => e.getClientRects().length")
+    assert rects == 1
+    context.close()

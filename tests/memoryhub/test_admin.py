@@ -189,3 +189,57 @@ def test_it_keeps_governed_settings_and_tools_out_of_the_django_admin(client):
     page = client.get(admin_url(type(agent), "change", agent.pk)).content.decode()
     assert 'name="write_policy"' not in page and 'name="limit_memory"' not in page
     assert 'name="name"' in page
+
+
+def _form_field_names(page: str) -> set[str]:
+    import re
+
+    return set(re.findall(r'<(?:input|select|textarea)[^>]*\bname="([^"]+)"', page))
+
+
+def test_it_shows_every_governed_workspace_setting_read_only_with_a_link_to_the_settings_page(client):
+    from memoryhub.models import Workspace
+
+    workspace = WorkspaceFactory(slug="bank", default_write_policy="review", pii_policy="flag",
+                                 high_risk_approval="two_approvals")
+    page = client.get(admin_url(Workspace, "change", workspace.pk)).content.decode()
+    governed = [f for f in services.WORKSPACE_SETTINGS if f != "name"]
+    assert {"default_write_policy", "pii_policy", "high_risk_approval"} <= set(governed)
+    editable = _form_field_names(page)
+    assert not editable & set(governed), editable & set(governed)
+    assert 'name="name"' in page
+    settings_url = reverse("workspace-settings", args=["bank"])
+    assert f'href="{settings_url}"' in page
+    assert "two_approvals" in page  # shown, just not editable
+    # The add form too: a new workspace starts at the defaults.
+    add_page = client.get(admin_url(Workspace, "add")).content.decode()
+    assert not _form_field_names(add_page) & set(governed)
+
+
+def test_a_posted_governed_workspace_setting_is_never_taken_for_a_change(client):
+    from memoryhub.models import AuditEvent, Workspace
+
+    workspace = WorkspaceFactory(slug="bank", default_write_policy="review", pii_policy="flag")
+    answer = client.post(admin_url(Workspace, "change", workspace.pk), {
+        "name": "Bank", "default_write_policy": "direct", "pii_policy": "allow",
+        "high_risk_approval": "any_reviewer", "_save": "Save"}, follow=True)
+    workspace.refresh_from_db()
+    assert (workspace.default_write_policy, workspace.pii_policy) == ("review", "flag")
+    # What the admin says it changed is what it changed: the name only.
+    events = list(AuditEvent.objects.filter(action="workspace.update").values_list("summary", flat=True))
+    assert events == ["Renamed workspace bank to 'Bank'"]
+    assert answer.status_code == 200
+
+
+def test_every_workspace_and_agent_field_is_either_a_label_or_read_only(client):
+    from memoryhub.models import Agent, Workspace
+
+    agent = AgentFactory()
+    for model, obj, labels in ((Workspace, agent.workspace, {"name"}),
+                               (Agent, agent, {"name", "description", "is_active"})):
+        page = client.get(admin_url(model, "change", obj.pk)).content.decode()
+        model_fields = {f.name for f in model._meta.concrete_fields}
+        editable = _form_field_names(page) & model_fields
+        assert editable <= labels, (model.__name__, editable - labels)
+    agent_page = client.get(admin_url(Agent, "change", agent.pk)).content.decode()
+    assert f'href="{reverse("agent", args=[agent.slug])}"' in agent_page

@@ -7,12 +7,13 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from memoryhub import demo, demo_history, services
+from memoryhub import demo, demo_history, errors, services
 from memoryhub.models import (
     Agent,
     AgentSession,
     ApiKey,
     AuditEvent,
+    Change,
     FileKind,
     LogEntry,
     Membership,
@@ -24,7 +25,7 @@ from memoryhub.models import (
     StaffToken,
     Workspace,
 )
-from tests.factories import AgentFactory, UserFactory, WorkspaceFactory
+from tests.factories import AgentFactory, UserFactory, WorkspaceFactory, staff
 
 pytestmark = pytest.mark.django_db
 
@@ -112,6 +113,86 @@ def test_it_refuses_an_existing_slug_unless_told_to_update():
     assert agent.write_policy == "direct"  # options not given stay as they were
     assert "strategy" in out
     assert AuditEvent.objects.filter(action="agent.settings", agent=agent).count() == 1
+
+
+def test_the_shell_cannot_loosen_an_agents_policy_alone():
+    agent = AgentFactory(slug="helper", write_policy="review")
+
+    with pytest.raises(CommandError, match="takes two admins.*--as USERNAME") as refused:
+        run("create_agent", "helper", "--update", "--write-policy", "direct")
+
+    assert isinstance(refused.value.__cause__, services.NeedsRequester)
+    agent.refresh_from_db()
+    assert agent.write_policy == "review"
+    assert not Change.objects.exists()
+    assert not AuditEvent.objects.filter(action__in=["agent.settings", "change.request"]).exists()
+
+
+def test_the_shell_tightens_at_once_and_says_so():
+    agent = AgentFactory(slug="helper", write_policy="direct")
+
+    out, _ = run("create_agent", "helper", "--update", "--write-policy", "review")
+
+    agent.refresh_from_db()
+    assert agent.write_policy == "review" and "write_policy" in out
+    event = AuditEvent.objects.get(action="agent.settings", agent=agent)
+    assert event.actor_user is None and "at the shell" in event.summary
+
+
+def test_a_loosening_as_a_named_admin_waits_for_another_admin():
+    agent = AgentFactory(slug="helper", write_policy="review")
+    admin, second = staff(agent.workspace, Role.ADMIN), staff(agent.workspace, Role.ADMIN)
+
+    out, _ = run("create_agent", "helper", "--update", "--write-policy", "direct", "--as", admin.username,
+                 "--reason", "pilot week")
+
+    change = Change.objects.get()
+    assert (change.status, change.requested_by, change.reason) == ("pending", admin, "pilot week")
+    assert f"change #{change.pk}" in out and "nothing applied yet" in out
+    agent.refresh_from_db()
+    assert agent.write_policy == "review"
+    with pytest.raises(errors.FourEyes):
+        services.approve_change(change_id=change.pk, actor=admin)
+    services.approve_change(change_id=change.pk, actor=second)
+    agent.refresh_from_db()
+    assert agent.write_policy == "direct"
+
+
+@pytest.mark.parametrize("role, refused", [(Role.REVIEWER, "does not allow you to change agent settings"),
+                                           (None, "no agent 'helper' in your workspaces")])
+def test_as_a_user_the_command_has_that_users_rights_only(role, refused):
+    agent = AgentFactory(slug="helper", write_policy="review")
+    user = staff(agent.workspace if role else WorkspaceFactory(), role or Role.ADMIN)
+
+    with pytest.raises(CommandError, match=refused):
+        run("create_agent", "helper", "--update", "--strategy", "full", "--as", user.username)
+
+    agent.refresh_from_db()
+    assert agent.strategy != "full"
+
+
+def test_as_needs_an_existing_active_user():
+    AgentFactory(slug="helper")
+    with pytest.raises(CommandError, match="no user named 'nobody'"):
+        run("create_agent", "helper", "--update", "--strategy", "full", "--as", "nobody")
+    inactive = UserFactory(is_active=False)
+    with pytest.raises(CommandError, match="inactive"):
+        run("create_agent", "helper", "--update", "--strategy", "full", "--as", inactive.username)
+
+
+def test_an_admin_creating_at_the_shell_gets_the_consoles_rules():
+    workspace = WorkspaceFactory(slug="one")
+    admin = staff(workspace, Role.ADMIN)
+
+    with pytest.raises(CommandError, match="request `direct` as a change"):
+        run("create_agent", "helper", "--workspace", "one", "--write-policy", "direct", "--as", admin.username)
+    with pytest.raises(CommandError, match="only the operator"):
+        run("create_agent", "helper", "--workspace", "elsewhere", "--as", admin.username)
+    assert not Agent.objects.exists() and not Workspace.objects.filter(slug="elsewhere").exists()
+
+    run("create_agent", "helper", "--workspace", "one", "--as", admin.username)
+    event = AuditEvent.objects.get(action="agent.create")
+    assert event.actor_user == admin and Agent.objects.get().write_policy == "review"
 
 
 def test_it_does_not_move_an_agent_to_another_workspace():

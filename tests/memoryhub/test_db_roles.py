@@ -79,3 +79,42 @@ def test_everything_the_app_does_works_as_the_app_role(as_app_role):
     services.end_session(session=session)
     assert MemoryFile.objects.get(agent=agent).version == 2
     assert AuditEvent.objects.filter(action="proposal.approve").exists()
+
+
+@pytest.fixture
+def _fast_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def test_seed_demo_as_the_app_role_says_it_may_not_open_the_window_and_seeds_nothing(as_app_role, _fast_hashing):
+    from django.core.management import CommandError, call_command
+
+    from memoryhub import immutability
+    from memoryhub.models import Workspace
+
+    assert immutability.database_is_empty(connection)
+    with pytest.raises(CommandError) as caught:
+        call_command("seed_demo")
+    message = str(caught.value)
+    assert f"the database role '{as_app_role}' may not open the seeding window" in message
+    assert "already held data" not in message
+    assert "Nothing was seeded" in message and "--no-history" in message
+    # Still empty, so the owner can seed the history afterwards.
+    assert immutability.database_is_empty(connection)
+    assert not Workspace.objects.filter(slug="demo").exists()
+    assert immutability.seed_window(connection) is None
+
+
+def test_seed_demo_no_history_seeds_the_demo_as_the_app_role(as_app_role, _fast_hashing):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from memoryhub import immutability
+    from memoryhub.models import Proposal, Workspace
+
+    out = StringIO()
+    call_command("seed_demo", "--no-history", stdout=out)
+    assert Workspace.objects.filter(slug="demo").exists() and Proposal.objects.exists()
+    assert immutability.seed_window(connection) is None
+    assert "already held data" not in out.getvalue()

@@ -349,3 +349,15 @@ def test_staff_tokens_cannot_use_the_entry_routes():
     user = staff(WorkspaceFactory(), username=UserFactory.build().username)
     response = staff_client(user).post(URL, {"text": "x"}, format="json")
     assert response.status_code == 403
+
+
+def test_the_same_entry_twice_under_review_is_one_proposal(agent, client):
+    agent.write_policy = WritePolicy.REVIEW
+    agent.save()
+    seed_review = services.add_entry(agent=agent, kind="MEMORY.md", user_ref="u1", text="Prefers email.")
+    again = services.add_entry(agent=agent, kind="MEMORY.md", user_ref="u1", text="Prefers email.")
+    assert again.duplicate and again.proposal == seed_review.proposal and not seed_review.duplicate
+    response = client.post(URL, {"text": "Prefers email."}, format="json")
+    assert response.status_code == 202
+    assert response.json() == {"proposal": seed_review.proposal.pk, "status": "pending", "duplicate": True}
+    assert Proposal.objects.count() == 1

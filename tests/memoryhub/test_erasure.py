@@ -94,11 +94,12 @@ def test_it_erases_every_version_log_entry_and_proposal_of_the_user(world):
     ])
     assert "MARKALICE" not in everything and "alice" not in everything
     assert "MARKBOB" in everything  # another user of the same agents is untouched
-    # Numbers, authors and reasons stay; the text is a tombstone.
+    # Numbers and authors stay; the text and the reasons are tombstones.
     rows = MemoryFile.history.filter(agent=agent, kind="USER.md").order_by("history_id")
     assert [r.version for r in rows if r.redacted_at] == [1, 2, 3]
-    assert rows.first().content == f"[REDACTED {change.decided_at:%Y-%m-%d} by change #{change.pk}]"
-    assert rows.last().content == "" and rows.last().history_change_reason == f"Erased (change #{change.pk})"
+    tombstone = f"[REDACTED {change.decided_at:%Y-%m-%d} by change #{change.pk}]"
+    assert rows.first().content == tombstone
+    assert rows.last().content == "" and rows.last().history_change_reason == tombstone
 
 
 def test_it_ends_sessions_withdraws_open_proposals_and_keeps_evidence_ids(world):
@@ -149,6 +150,7 @@ def test_only_admins_request_or_approve_an_erasure(world, role):
 
 
 def test_the_request_and_its_audit_event_do_not_name_the_user_in_clear(world):
+    services.write_memory(agent=world["agent"], kind="USER.md", user_ref="alice", content="- likes tea")
     change = services.request_erasure(actor=world["admin"], user_ref="alice", reason="Asked by the customer")
     event = AuditEvent.objects.get(action="change.request", target_id=str(change.pk))
     assert "alice" not in json.dumps([event.summary, event.details, event.user_ref])
@@ -340,3 +342,192 @@ def test_a_run_in_flight_for_the_user_writes_nothing_after_the_erasure(world):
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.error.startswith("[REDACTED")
     assert not Proposal.objects.filter(agent=agent, user_ref="cust-9").exists()
+
+
+# --- every free-text column (issue 17, item 1) -------------------------------------------------
+
+
+def test_it_tombstones_reasons_comments_and_every_other_text_that_names_the_user(world):
+    from datetime import timedelta
+
+    from axes.models import AccessAttempt
+    from django.contrib.admin.models import CHANGE
+    from django.contrib.admin.models import LogEntry as AdminLogEntry
+    from django.contrib.contenttypes.models import ContentType
+    from django.utils import timezone
+
+    from consolidation.models import ConsolidationPair
+    from memoryhub.models import IdempotencyRecord
+    from notifications.dispatch import user_pseudonym
+    from notifications.models import Webhook, WebhookDelivery
+
+    agent, admin, reviewer = world["agent"], world["admin"], world["reviewer"]
+    ref, mark = "cust-7788", "MARKREASON"
+    services.write_memory(agent=agent, kind="USER.md", user_ref=ref, content="- likes tea",
+                          reason=f"{mark}: {ref} told us")
+    rejected = services.propose_change(agent=agent, kind="MEMORY.md", user_ref=ref, content="- a fact",
+                                       source=Source.AGENT, author_agent=agent, reason=f"{mark} write reason")
+    services.reject_proposal(proposal_id=rejected.pk, reviewer=reviewer, comment=f"{mark} rejection comment")
+    services.withhold_file(agent=agent, kind="USER.md", user_ref=ref, actor=reviewer, reason=f"{mark} withheld")
+    release = services.request_release(agent=agent, kind="USER.md", user_ref=ref, actor=reviewer,
+                                       reason=f"{mark} release reason")
+    services.reject_change(change_id=release.pk, actor=world["admin2"], comment=f"{mark} not yet")
+    # A change about something else whose reason names the user.
+    unrelated = services.update_agent(agent=agent, settings={"limit_memory": 9000}, actor=admin,
+                                      reason=f"{ref} needs a longer memory").change
+    later = timezone.now() + timedelta(hours=1)
+    IdempotencyRecord.objects.create(principal=f"agent:{agent.pk}", key="k", request_hash="h", status_code=201,
+                                     body={"id": 1}, headers={"Location": f"/api/v1/sessions/1?user={ref}"},
+                                     expires_at=later)
+    AccessAttempt.objects.create(user_agent="curl", ip_address="127.0.0.9", username="someone", http_accept="*/*",
+                                 path_info="/login/", get_data=f"next=/agents/x/files/USER.md/history/?user={ref}",
+                                 post_data="username=someone", failures_since_start=1)
+    AdminLogEntry.objects.log_actions(
+        user_id=admin.pk, queryset=[MemoryFile.objects.get(agent=agent, user_ref=ref)], action_flag=CHANGE,
+        change_message="[]")
+    ConsolidationPair.objects.create(agent=agent, user_ref=ref, needs_attention=True, attention_code="guard:x",
+                                     attention_reason=f"{mark} quoted", attention_clears_when=f"{mark} fixed")
+    hook = Webhook.objects.create(workspace=agent.workspace, url="http://127.0.0.1:9/", events=["proposal.created"],
+                                  secret="s")
+    WebhookDelivery.objects.create(webhook=hook, event="proposal.created", payload={"user": user_pseudonym(ref)})
+    assert ContentType.objects.exists()
+
+    change = _erase(world, ref)
+
+    tomb = f"[REDACTED {change.decided_at:%Y-%m-%d} by change #{change.pk}]"
+    assert set(MemoryFile.history.filter(agent=agent, kind="USER.md").values_list("history_change_reason",
+                                                                                 flat=True)) == {tomb}
+    rejected.refresh_from_db()
+    assert (rejected.reason, rejected.decision_comment) == (tomb, tomb)
+    assert MemoryFile.objects.get(agent=agent, kind="USER.md").withheld_reason == tomb
+    release.refresh_from_db()
+    assert (release.reason, release.decision_comment, release.user_ref) == (tomb, tomb, change.user_ref)
+    unrelated.refresh_from_db()
+    assert unrelated.reason == tomb and unrelated.user_ref == ""
+    assert not IdempotencyRecord.objects.exists() and not AccessAttempt.objects.exists()
+    assert ref not in AdminLogEntry.objects.get().object_repr
+    pair = ConsolidationPair.objects.get(agent=agent)
+    assert (pair.user_ref, pair.attention_reason, pair.attention_clears_when) == (change.user_ref, "", "")
+    assert WebhookDelivery.objects.get().payload["user"] == change.user_ref
+    counts = change.result["counts"]
+    assert counts["cached_answers"] == counts["login_throttle"] == counts["admin_log"] == 1
+    assert counts["webhook_deliveries"] == counts["pairs"] == 1
+    everything = json.dumps([list(m.objects.values()) for m in (Change, Proposal, AuditEvent, MemoryFile)]
+                            + [list(MemoryFile.history.values())], default=str)
+    assert mark not in everything and ref not in everything
+
+
+def test_the_reason_and_comment_of_the_erasure_itself_are_tombstoned_when_they_name_the_user(world):
+    _traces(world["agent"], "cust-5151", "MARKALICE")
+    change = services.request_erasure(actor=world["admin"], user_ref="cust-5151", reason="cust-5151 wrote in")
+    services.approve_change(change_id=change.pk, actor=world["admin2"], comment="done for cust-5151")
+    change.refresh_from_db()
+    assert change.reason.startswith("[REDACTED") and change.decision_comment.startswith("[REDACTED")
+    events = AuditEvent.objects.filter(target_type="Change", target_id=str(change.pk))
+    assert "cust-5151" not in json.dumps(list(events.values("summary", "details", "user_ref")))
+    # A reason that does not name the person is kept for the record.
+    _traces(world["agent"], "cust-5252", "MARKBOB")
+    kept = services.request_erasure(actor=world["admin"], user_ref="cust-5252", reason="Ticket 4411")
+    services.approve_change(change_id=kept.pk, actor=world["admin2"], comment="checked")
+    kept.refresh_from_db()
+    assert (kept.reason, kept.decision_comment) == ("Ticket 4411", "checked")
+
+
+def test_it_keeps_other_users_and_text_that_only_resembles_the_reference(world):
+    agent = world["agent"]
+    _traces(agent, "ann", "MARKANN")
+    services.write_memory(agent=agent, kind="USER.md", user_ref="joanna", content="- x", reason="joanna said")
+    change = _erase(world, "ann")
+    assert change.result["counts"]["versions"] == 5
+    assert MemoryFile.history.get(user_ref="joanna").history_change_reason == "joanna said"
+
+
+# --- rows outside the workspace (item 2) -------------------------------------------------------
+
+
+def test_it_pseudonymises_refusals_recorded_under_no_workspace_and_leaves_other_tenants_alone(world):
+    agent = world["agent"]
+    ref = "cust-3030"
+    _traces(agent, ref, "MARKALICE")
+    outsider = staff(WorkspaceFactory(), Role.ADMIN)
+    refused = staff_client(outsider).get(f"/api/v1/subjects/{ref}/export?workspace={agent.workspace.slug}")
+    assert refused.status_code == 404
+    stray = AuditEvent.objects.get(action="subject.refused", workspace__isnull=True)
+    assert stray.user_ref == ref
+    # The same reference in another tenant is another person.
+    other = AgentFactory(write_policy=WritePolicy.DIRECT)
+    services.write_memory(agent=other, kind="USER.md", user_ref=ref, content="- other tenant's customer")
+
+    change = _erase(world, ref)
+
+    stray.refresh_from_db()
+    assert stray.user_ref == change.user_ref and stray.details == {"redacted": stray.details["redacted"]}
+    assert stray.details["redacted"].startswith("[REDACTED")
+    assert MemoryFile.objects.get(agent=other, user_ref=ref).content == "- other tenant's customer"
+    assert AuditEvent.objects.filter(workspace=other.workspace, user_ref=ref).exists()
+
+
+# --- erasure of nobody (item 15) ---------------------------------------------------------------
+
+
+def test_it_refuses_to_erase_a_reference_nothing_names(world):
+    _traces(world["agent"], "cust-1042", "MARKALICE")
+    with pytest.raises(services.NothingToErase) as refused:
+        services.request_erasure(actor=world["admin"], user_ref="cust-1024", reason="Customer asked")
+    assert refused.value.status == 422 and refused.value.code == "nothing_to_erase"
+    assert "cust-1024" in refused.value.detail and "matched exactly" in refused.value.detail
+    assert not Change.objects.exists()
+    api = staff_client(world["admin"]).post("/api/v1/subjects/cust-1024/erasure", {"reason": "Customer asked"},
+                                            format="json")
+    assert api.status_code == 422 and error_code(api) == "nothing_to_erase"
+    assert api.json()["error"]["counts"]["files"] == 0
+    console = Client()
+    console.force_login(world["admin"])
+    page = console.post("/compliance/erasure/", {"user": "cust-1024", "workspace": world["agent"].workspace.slug,
+                                                 "reason": "Customer asked"})
+    assert page.status_code == 422 and "names the user" in page.content.decode()
+    assert not Change.objects.exists() and not AuditEvent.objects.filter(user_ref="cust-1024").exists()
+
+
+def test_it_shows_what_would_be_erased_when_requested_and_counts_again_for_the_approver(world):
+    agent = world["agent"]
+    _traces(agent, "cust-6060", "MARKALICE")
+    requested = staff_client(world["admin"]).post("/api/v1/subjects/cust-6060/erasure", {"reason": "Asked"},
+                                                  format="json")
+    assert requested.status_code == 202
+    would = requested.json()["would_erase"]
+    assert {k: would[k] for k in ("files", "versions", "proposals", "sessions", "log_entries", "runs")} == {
+        "files": 2, "versions": 3, "proposals": 1, "sessions": 2, "log_entries": 2, "runs": 1}
+    change_id = requested.json()["change"]
+    services.write_memory(agent=world["second"], kind="USER.md", user_ref="cust-6060", content="- more")
+
+    listed = staff_client(world["admin2"]).get("/api/v1/changes", {"status": "pending"}).json()
+    assert listed[0]["would_erase"]["files"] == 3 and listed[0]["would_erase"]["versions"] == 4
+    console = Client()
+    console.force_login(world["admin2"])
+    page = console.get("/changes/").content.decode()
+    assert f'id="would-erase-{change_id}"' in page and "3 files · 4 versions" in page
+    assert "3 files" in console.get("/compliance/").content.decode()
+
+    approved = staff_client(world["admin2"]).post(f"/api/v1/changes/{change_id}/approve", {}, format="json").json()
+    assert approved["result"]["planned"]["files"] == 3 and approved["erased"]["files"] == 3
+    assert "would_erase" not in approved
+
+
+def test_an_approval_that_would_erase_nothing_is_refused_and_leaves_the_change_pending(world):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memoryhub.models import IdempotencyRecord
+
+    agent = world["agent"]
+    IdempotencyRecord.objects.create(principal=f"agent:{agent.pk}", key="k", request_hash="h", status_code=201,
+                                     body={"user": "cust-0909"}, expires_at=timezone.now() + timedelta(hours=1))
+    change = services.request_erasure(actor=world["admin"], user_ref="cust-0909", reason="Asked")
+    assert change.payload["counts"]["cached_answers"] == 1
+    IdempotencyRecord.objects.all().delete()  # expired and purged meanwhile
+    with pytest.raises(services.NothingToErase):
+        services.approve_change(change_id=change.pk, actor=world["admin2"])
+    change.refresh_from_db()
+    assert change.status == ChangeStatus.PENDING and not ErasureRecord.objects.exists()

@@ -302,3 +302,31 @@ def test_withhold_and_release_over_the_api(poisoned, reviewer, second_reviewer):
                                                   format="json")
     assert approved.status_code == 200
     assert "Lives in Bern" in prompt_of(poisoned)
+
+
+def test_turning_spotlighting_off_takes_a_second_admin_and_turning_it_on_does_not(agent, admin):
+    second = staff(agent.workspace, Role.ADMIN)
+    assert agent.spotlighting
+    update = services.update_agent(agent=agent, settings={"spotlighting": "off"}, actor=admin)
+    assert update.applied == [] and update.change is not None and update.weakens == ["spotlighting"]
+    agent.refresh_from_db()
+    assert agent.spotlighting
+    with pytest.raises(errors.FourEyes):
+        services.approve_change(change_id=update.change.pk, actor=admin)
+    services.approve_change(change_id=update.change.pk, actor=second)
+    agent.refresh_from_db()
+    assert not agent.spotlighting
+    # Back on is a tightening: applied at once.
+    again = services.update_agent(agent=agent, settings={"spotlighting": True}, actor=admin)
+    assert again.change is None and again.applied == ["spotlighting"]
+    agent.refresh_from_db()
+    assert agent.spotlighting
+
+
+def test_patch_shows_and_holds_spotlighting(agent, admin):
+    client = staff_client(admin)
+    assert client.get(f"/api/v1/agents/{agent.slug}").json()["spotlighting"] is True
+    response = client.patch(f"/api/v1/agents/{agent.slug}", {"spotlighting": False}, format="json")
+    assert response.status_code == 202
+    agent.refresh_from_db()
+    assert agent.spotlighting

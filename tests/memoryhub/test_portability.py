@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from datetime import timedelta
+from decimal import Decimal
 from io import StringIO
 
 import pytest
@@ -42,9 +43,10 @@ def _import(document, *flags):
 
 @pytest.fixture
 def agent():
-    agent = AgentFactory(slug="helpdesk", name="Help desk", description="Answers riders.")
-    services.update_agent(agent=agent, settings={"strategy": "full", "limit_memory": 6000, "gate_hours": 12,
-                                                 "daily_budget_usd": "2.5"}, actor=services.SYSTEM)
+    # Provisioned with settings a second admin would have approved (the
+    # shell loosens nothing alone; services.agents).
+    agent = AgentFactory(slug="helpdesk", name="Help desk", description="Answers riders.", strategy="full",
+                         limit_memory=6000, gate_hours=12, daily_budget_usd=Decimal("2.5"))
     ToolFactory(agent=agent, name="lookup_order", description="Finds an order.")
     ToolFactory(agent=agent, name="refund", description="Refunds an order.", position=1)
     for text in ("I am patient.", "I am patient and brief.", "I am brief."):
@@ -228,3 +230,18 @@ def test_it_keeps_history_timestamps_as_exported_text(agent):
     services.import_agent(document=document, actor=services.SYSTEM, slug="old")
     again = _export("old")
     assert again["files"][0]["versions"][0]["created_at"] == stamp
+
+
+def test_import_as_a_named_admin_follows_that_admins_rules(agent):
+    document = _export("helpdesk")
+    target = WorkspaceFactory(slug="target")
+    admin = staff(target, Role.ADMIN)
+    document["agent"]["settings"]["write_policy"] = WritePolicy.REVIEW
+    with pytest.raises(CommandError, match="Nothing was imported: limit_memory would weaken the gate"):
+        _import(document, "--workspace", "target", "--slug", "x", "--as", admin.username)
+    _nothing_left("x")
+    # At the shell the same document provisions the agent, and says what it loosened.
+    _import(document, "--workspace", "target", "--slug", "x")
+    event = AuditEvent.objects.get(action="agent.create", agent__slug="x")
+    assert event.details["weaker_fields"] == ["limit_memory"]
+    assert "set at the shell" in event.summary

@@ -8,6 +8,7 @@ import pytest
 
 from memoryhub import scanner
 from memoryhub.scanner import MAX_SCAN_CHARS, RULES, Finding, Rule, normalize, scan, scan_all
+from memoryhub.scanning import structure
 
 # Key-shaped fixtures are assembled at runtime so this file never holds
 # anything a repository secret scanner would (rightly) refuse to push.
@@ -147,6 +148,7 @@ CATEGORY_OF_RULE = {
     "concealment": "prompt_injection",
     "fake_role_marker": "prompt_injection",
     "hidden_instruction": "prompt_injection",
+    "injected_instruction": "prompt_injection",
     "agent_directive": "agent_directive",
     "prompt_disclosure": "agent_directive",
     "access_planting": "agent_directive",
@@ -154,6 +156,7 @@ CATEGORY_OF_RULE = {
     "credential_exfiltration": "exfiltration",
     "conversation_forwarding": "exfiltration",
     "secret_file_access": "exfiltration",
+    "markup_exfiltration": "exfiltration",
     "secret_api_key": "secret",
     "secret_provider_token": "secret",
     "secret_private_key": "secret",
@@ -162,6 +165,8 @@ CATEGORY_OF_RULE = {
     "secret_password_assignment": "secret",
     "secret_disclosure": "secret",
     "secret_high_entropy": "secret",
+    "secret_named_value": "secret",
+    "secret_card_number": "secret",
     "invisible_unicode": "unicode",
     "bidi_unicode": "unicode",
 }
@@ -371,8 +376,8 @@ def test_scan_all_returns_every_rule_that_matches() -> None:
     )
     rules = [finding.rule for finding in scan_all(text)]
     assert rules == [
-        "prompt_injection",
         "role_hijack",
+        "prompt_injection",
         "credential_exfiltration",
         "secret_api_key",
         "invisible_unicode",
@@ -478,6 +483,20 @@ ADVERSARIAL = {
     "emoji joined": fill("😀\u200d"),
     "tag characters": "\U000e0061" * MAX_SCAN_CHARS,
     "nfkc expansion": "\ufdfa" * MAX_SCAN_CHARS,
+    # What decode-and-rescan looks at: long base64-ish and hex runs, percent
+    # and entity escapes, words that rot13 or reverse into common words.
+    "base64-ish": "QUFB" * (MAX_SCAN_CHARS // 4),
+    "base64 of text": fill("SWdub3JlIGFsbCBwcmV2aW91cyBpbnN0cnVjdGlvbnMg "),
+    "hex of text": fill("49676e6f726520616c6c20 "),
+    "spaced hex": fill("49 67 6e "),
+    "percent escapes": fill("%41"),
+    "entities": fill("&#65;"),
+    "rot13 words": fill("gur lbh nyy "),
+    "reversed words": fill("eht uoy lla "),
+    "markdown images": fill("![a](https://x/?q="),
+    "card-ish digits": fill("4111 1111 "),
+    "named values": fill("api key is "),
+    "persona cues": fill("stay in character and answer twice "),
 }
 
 
@@ -517,11 +536,19 @@ def test_it_keeps_every_rule_linear_on_100_kb_of_its_own_near_misses() -> None:
 
 def _near_miss_words(rule: Rule) -> list[str]:
     stems = [stem for phrase in getattr(rule, "phrases", ()) for stem in phrase.stems]
+    if isinstance(rule, structure._StructureRule):
+        # The structure model's lexicons: every signal's stems.
+        signals = [structure._OVERRIDE, structure._UNBOUND_PHRASE, structure._DISCLOSURE, structure._TOLD_PHRASE,
+                   structure._VOID_PHRASE, structure._BAIT_PHRASE, *(cue.signal for cue in structure._CUES)]
+        stems = [stem for signal in signals for stem in signal.stems]
     fixed = {
         "credential_exfiltration": ["send", "token", "curl", "$API_KEY", "~/.ssh", "a@b.co"],
         "secret_api_key": ["sk-proj-", "AKIA", "ghp_", "xoxb-1234567", "sk_live_", "AIza", "npm_", "hf_"],
         "secret_provider_token": ["glpat-", "AKC", "AP1", "SG.", "sq0csp-", "AccountKey=", "pypi-AgE", "AC", "SK"],
-        "secret_private_key": ["-----BEGIN PRIVATE", "PuTTY-User-Key-File-2:"],
+        "secret_private_key": ["-----BEGIN PRIVATE", "PuTTY-User-Key-File-2:", "---- BEGIN SSH2", "---"],
+        "secret_named_value": ["api key is", "token:", "password =", "acme-prod-"],
+        "secret_card_number": ["4111 1111", "4111-1111-", "4111"],
+        "markup_exfiltration": ["![a](https://x/", "<img src=https://x?", "[a]: //x?q=", "//x?q="],
         "secret_jwt": ["eyJhbGciOi.", "eyJ"],
         "secret_url_credentials": ["postgres://a:", "://", "https://u:p"],
         "secret_password_assignment": ["password:", "DB_PASS=", "api_key='"],
@@ -717,8 +744,11 @@ def test_it_hands_out_a_fresh_list_from_the_cache() -> None:
 KNOWN_VERSIONS = {
     "2026.12.1": "192f7c113a68ac41",
     "2026.12.2": "dede50994a49700b",
+    # Issue 19: the structure model, decode-and-rescan, markup exfiltration,
+    # card numbers, named secrets, every PEM block, JWT forms, Hangul fillers.
+    "2026.12.3": "582a60be543ff45b",
     # Issue 20: special categories of personal data in words (pii.scan_personal).
-    "2026.12.3": "d6a637b3fe835668",
+    "2026.12.4": "7ac2c48638785958",
 }
 
 
@@ -767,7 +797,11 @@ def test_all_demo_content_passes_the_scanner() -> None:
 
 def test_pii_is_reported_apart_from_unsafe_content() -> None:
     text = "Refund to DE89 3704 0044 0532 0130 00, card 4111 1111 1111 1111, SSN 536-22-1089."
-    assert scan(text) is None
+    # A full card number is also a secret (issue 19): refused and redacted,
+    # whatever the workspace's personal-data policy; IBANs and ids are not.
+    finding = scan(text)
+    assert finding is not None and finding.rule == "secret_card_number"
+    assert scan(text.replace("card 4111 1111 1111 1111, ", "")) is None
     findings = scanner.scan_pii(text)
     assert [(f.rule, f.category) for f in findings] == [
         ("iban", "pii"),

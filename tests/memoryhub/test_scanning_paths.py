@@ -108,7 +108,8 @@ def test_an_instruction_split_across_user_and_memory_is_blocked_in_the_context(a
 
     prompt = context.build_context(agent=agent, user_ref="u1")["system_prompt"]
 
-    assert "previous instructions and rules" not in prompt and "[BLOCKED: prompt_injection]" in prompt
+    assert "previous instructions and rules" not in prompt
+    assert "[BLOCKED: prompt_injection — an instruction split across USER.md and MEMORY.md]" in prompt
     assert "ignore all" in prompt  # each half alone is harmless: only the second is blocked
 
 

@@ -363,9 +363,7 @@ BAD_QUERIES = [
     ("?!…", "no words"),
     ("🦄", "no words"),
     ("_", "no words"),
-    ('"', "unmatched double quote"),
-    ('"foo bar', "unmatched double quote"),
-    ('foo "bar" "', "unmatched double quote"),
+    ('"', "no words"),
     ("*", "A * alone"),
     ("* **", "A * alone"),
     ("a*", "at least 2 letters"),
@@ -735,3 +733,17 @@ def test_it_refuses_an_unknown_backend(agent, settings):
 
     with pytest.raises(ImproperlyConfigured, match="telepathy"):
         search.search(agent=agent, user_ref="u1", query="parcel")
+
+
+@pytest.mark.parametrize("query", ['5" screen', '"screen', 'screen "', 'the "5 inch" screen "'])
+def test_a_stray_double_quote_is_searched_literally_not_refused(agent, query):
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- Wants a 5 inch screen.\n")
+    hits = search.search(agent=agent, user_ref="u1", query=query)
+    assert hits and hits[0].file == "MEMORY.md"
+
+
+def test_the_api_searches_a_query_with_a_stray_quote(agent):
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- Wants a 5 inch screen.\n")
+    answer = agent_client(agent).get("/api/v1/memory/search", {"q": '5" screen', "user": "u1"})
+    assert answer.status_code == 200, answer.content
+    assert [hit["file"] for hit in answer.json()["results"]] == ["MEMORY.md"]

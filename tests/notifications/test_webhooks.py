@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from django.db import transaction
 from memoryhub import services
 from memoryhub.models import Role, WritePolicy
 from notifications import services as notify
-from notifications.models import DeliveryStatus, Webhook, WebhookDelivery
+from notifications.models import EVENTS, DeliveryStatus, Webhook, WebhookDelivery
 from tests.api_helpers import error_code, staff_client
 from tests.clock import later
 from tests.factories import AgentFactory, WorkspaceFactory, staff
@@ -150,7 +151,7 @@ def test_a_delivery_is_refused_when_the_host_resolves_to_a_private_address(setti
         attempt = notify.attempt_delivery(delivery_id=WebhookDelivery.objects.get().pk)
         assert receiver.received == []
     assert attempt is not None and attempt.status == DeliveryStatus.FAILED
-    assert "private" in WebhookDelivery.objects.get().last_error
+    assert "is a local name; webhooks go only to public addresses" in WebhookDelivery.objects.get().last_error
 
 
 # --- deliveries ------------------------------------------------------------------------------
@@ -329,6 +330,17 @@ def test_the_console_shows_why_a_webhook_was_refused(client: Any, workspace: Any
     answer = client.post("/webhooks/", {"action": "add", "url": "gopher://x", "events": ["run.failed"]})
     assert answer.status_code == 400
     assert "http" in answer.content.decode()
+
+
+def test_the_add_form_ticks_no_event_until_the_admin_chooses(client: Any, workspace: Any, admin: Any) -> None:
+    client.force_login(admin)
+    html = client.get("/webhooks/").content.decode()
+    boxes = re.findall(r'<input type="checkbox" name="events"[^>]*>', html)
+    assert len(boxes) == len(EVENTS) and not any("checked" in box for box in boxes)
+    # A refused form keeps what was ticked, and only that.
+    again = client.post("/webhooks/", {"action": "add", "url": "gopher://x", "events": ["run.failed"]}).content
+    ticked = re.findall(r'<input type="checkbox" name="events" value="([^"]+)" checked', again.decode())
+    assert ticked == ["run.failed"]
 
 
 def test_the_webhooks_page_is_for_admins(client: Any, workspace: Any) -> None:

@@ -219,7 +219,8 @@ def test_an_htmx_create_redirects_the_client_and_errors_render_inline(agent, adm
     body = duplicate.content.decode()
     assert "already exists" in body and body.lstrip().startswith('<section id="create-agent"')
     plain = client.post("/agents/", {**form, "slug": "bad slug!"})
-    assert plain.status_code == 422 and "not a valid agent slug" in plain.content.decode()
+    # The refusal's own status (400 invalid), as the API and every other console page answer it.
+    assert plain.status_code == 400 and "not a valid agent slug" in plain.content.decode()
     assert Agent.objects.filter(slug__in=["writer"]).count() == 1
 
 
@@ -289,6 +290,17 @@ def test_an_admin_replaces_the_tool_registry_from_json(agent, admin):
     assert not ToolSetting.objects.filter(agent=agent).exists()
 
 
+def test_tool_schemas_show_as_the_json_the_edit_box_takes(agent, admin):
+    ToolSetting.objects.create(agent=agent, name="lookup", description="Finds an order.",
+                               parameters={"type": "object", "properties": {"id": {"type": "string"}},
+                                           "required": ["id"], "additionalProperties": False})
+    html = login(admin).get(f"/agents/{agent.slug}/").content.decode()
+    shown = html[html.index("<summary>schema</summary>"):]
+    shown = shown[shown.index("<pre"):shown.index("</pre>")]
+    assert "&quot;additionalProperties&quot;: false" in shown and "&quot;required&quot;: [" in shown
+    assert "False" not in shown and "&#x27;" not in shown  # not Python's repr
+
+
 @pytest.mark.parametrize("raw, message", [
     ("[{", "not valid JSON"),
     ('[{"name": "bad name"}]', "tools[0].name"),
@@ -349,7 +361,7 @@ def test_a_policy_that_weakens_the_gate_waits_for_a_second_admin(agent, admin):
 ])
 def test_invalid_policies_are_refused_inline(agent, admin, change, message):
     response = login(admin).post(f"/agents/{agent.slug}/", policy_form(agent, **change))
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert message in response.content.decode()
     assert not AuditEvent.objects.filter(action="agent.settings").exists()
 
@@ -487,6 +499,62 @@ def test_the_audit_log_exports_the_filtered_set_as_json(events, auditor):
     assert {"id", "created_at", "workspace", "target_type", "target_id", "details"} <= set(data[0])
     empty = login(auditor).get("/audit/?action=nothing&format=json")
     assert json.loads(b"".join(empty.streaming_content)) == []
+
+
+@pytest.fixture
+def subject_events(agent, admin):
+    services.record_event(action="memory.write", agent=agent, user_ref="cust-1042", target=agent,
+                          summary="helper wrote MEMORY.md v3", details={"reason": "Travel notice for Lisbon"})
+    services.record_event(action="memory.write", agent=agent, user_ref="cust-7", target=agent,
+                          summary="helper wrote USER.md v1", details={"reason": "Prefers email"})
+    services.record_event(action="memory.note", agent=agent, user_ref="cust-1042", target=agent,
+                          summary="consolidation proposed a change to USER.md", details={"kind": "USER.md"})
+
+
+def test_the_audit_log_filters_by_end_user_and_free_text(subject_events, auditor):
+    client = login(auditor)
+    page = client.get("/audit/?user=cust-1042").content.decode()
+    assert "2 events" in page and "MEMORY.md v3" in page and "proposed a change" in page
+    assert "USER.md v1" not in page  # cust-7's
+    # Exact reference: cust-10 is somebody else, not a prefix of cust-1042.
+    assert "No events match." in client.get("/audit/?user=cust-10").content.decode()
+    # Free text, whatever the case, in the summary or in the details.
+    assert "1 event " in client.get("/audit/?q=LISBON").content.decode()
+    both = client.get("/audit/?q=usER.md").content.decode()
+    assert "USER.md v1" in both and "proposed a change" in both and "MEMORY.md v3" not in both
+    combined = client.get("/audit/?user=cust-1042&q=user.md").content.decode()
+    assert "1 event " in combined and "proposed a change" in combined
+    # The export carries the same filters.
+    response = client.get("/audit/?user=cust-1042&q=lisbon&format=json")
+    assert [e["summary"] for e in json.loads(b"".join(response.streaming_content))] == ["helper wrote MEMORY.md v3"]
+    rows = list(csv.DictReader(io.StringIO(b"".join(client.get("/audit/?user=cust-7&format=csv")
+                                                     .streaming_content).decode())))
+    assert [r["user_ref"] for r in rows] == ["cust-7"]
+
+
+def test_a_parameter_the_audit_log_does_not_understand_is_named_not_ignored(subject_events, auditor):
+    client = login(auditor)
+    page = client.get("/audit/?usr=cust-1042&date_to=soon").content.decode()
+    assert 'role="alert"' in page and "Part of this search was not understood" in page
+    assert "&#x27;usr&#x27; is not a filter here" in page and "must be a date" in page
+    assert "3 events" in page and "fix the search first" in page and "format=csv" not in page
+    fragment = client.get("/audit/?agent_slug=helper", **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="results"') and "agent_slug" in fragment
+    assert "format must be csv or json" in client.get("/audit/?format=xml").content.decode()
+    assert "user reference must be" in client.get("/audit/?user=%E2%80%8B").content.decode().lower()
+
+
+@pytest.mark.parametrize("query, code, field", [
+    ("usr=cust-1042", "unknown_parameter", "usr"),
+    ("date_from=yesterday", "invalid", "date_from"),
+    ("user=" + "x" * 300, "invalid", "user"),
+])
+def test_an_export_with_a_parameter_it_does_not_understand_is_refused(subject_events, auditor, query, code, field):
+    for fmt in ("csv", "json"):
+        response = login(auditor).get(f"/audit/?{query}&format={fmt}")
+        assert response.status_code == 400 and response["Content-Type"] == "application/json"
+        error = response.json()["error"]
+        assert (error["code"], error["field"]) == (code, field) and error["detail"]
 
 
 def test_home_sends_auditors_to_the_audit_log_and_others_to_the_queue(agent, auditor, reviewer):

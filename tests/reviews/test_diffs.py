@@ -93,3 +93,12 @@ def test_it_numbers_the_change_blocks_in_order():
     rows = diffs.side_by_side(old, new)
     assert [(r.left_no, r.change) for r in rows if r.change] == [(3, 1), (16, 2)]
     assert diffs.present(old, new, unified_view=True).changes == 2
+
+
+def test_a_rollback_is_credited_with_every_line_it_serves_and_keeps_who_wrote_them():
+    versions = [(1, "a\nb"), (2, "a\nb\nc"), (3, "a\nb"), (4, "a\nb\nd")]
+    plain = diffs.blame(versions)
+    assert [(line.origin, line.written) for line in plain] == [(1, None), (1, None), (4, None)]
+    credited = diffs.blame(versions, rollbacks={3: 1})
+    assert [(line.text, line.origin, line.written) for line in credited] == [
+        ("a", 3, 1), ("b", 3, 1), ("d", 4, None)]

@@ -286,7 +286,9 @@ def test_the_policy_form_names_the_fields_a_second_admin_approves(agent, admin, 
     policies = page.split('id="policies"', 1)[1].split('id="keys"', 1)[0]
     assert "second admin: switching to direct" in policies
     assert "second admin: raising it" in policies and "second admin: any change" in policies
-    assert policies.count('class="tag">second admin:') == 8  # write policy, backend, five limits, budget
+    assert "second admin: turning it off" in policies
+    # write policy, backend, five limits, budget, spotlighting
+    assert policies.count('class="tag">second admin:') == 9
     assert f"#change-{policy_change.pk}" in policies and "Waiting for a second admin" in policies
     assert 'name="reason"' in policies
 

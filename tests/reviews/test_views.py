@@ -368,6 +368,23 @@ def test_it_blames_each_line_on_its_version_and_proposal(agent, reviewer, soul_h
     assert body.index("v1</a>") < body.index("You are calm.") < body.index("v2</a>") < body.index("You are kind.")
 
 
+def test_blame_credits_an_approved_rollback_like_a_revert(agent, admin, reviewer, soul_history):
+    # v2 only changed one line; rolling back to v1 restores "brief" and keeps "calm".
+    second = staff(agent.workspace, Role.REVIEWER, username="second-reviewer")
+    rollback = services.propose_rollback(agent=agent, kind="SOUL.md", to_version=1, actor=reviewer, reason="undo")
+    services.approve_proposal(proposal_id=rollback.pk, reviewer=second)
+    body = client_for(reviewer).get(f"/agents/{agent.slug}/files/SOUL.md/blame/").content.decode()
+    rows = body[body.index("<tbody>"):body.index("</tbody>")].split("<tr")[1:]
+    assert len(rows) == 2
+    # Every served line is the rollback's: its version, who asked and who approved it ...
+    assert "v3</a>" in rows[0] and "rollback to v1" in rows[0] and f"user:{reviewer.username}" in rows[0]
+    assert f"#{rollback.pk}</a> · approved by second-reviewer" in rows[0]
+    # ... and each still names the version that first wrote it.
+    assert all("written in" in row and "v1</a> by agent:" in row for row in rows)
+    assert "You are calm." in rows[0] and "You are brief." in rows[1]
+    assert "v2</a>" not in body.split("<tbody>")[1]
+
+
 def test_it_confirms_then_rolls_back_with_a_reason(agent, reviewer, soul_history):
     client = client_for(reviewer)
     confirm = client.get(history(agent), {"rollback": 1}).content.decode()

@@ -1,5 +1,12 @@
 """python manage.py create_agent SLUG [--workspace WS] [--name N] [--strategy S]
-[--write-policy direct|review] [--backend heuristic|llm] [--update]"""
+[--write-policy direct|review] [--backend heuristic|llm] [--update] [--as USERNAME] [--reason R]
+
+Creating an agent is provisioning: the shell may give a new agent any
+policy, and the audit event names the ones weaker than a new agent's
+defaults. Changing an existing agent (`--update`) goes through
+services.update_agent, as the console and the staff API do: a loosening is
+a pending change requested by the admin named with `--as`, which another
+admin approves; without `--as` a loosening is refused."""
 
 from __future__ import annotations
 
@@ -9,7 +16,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from memoryhub import errors, services
-from memoryhub.models import Agent, Backend, Strategy, WritePolicy
+from memoryhub.management.base import acting_as, add_as_argument, refusal
+from memoryhub.models import Agent, Backend, Strategy, Workspace, WritePolicy
 
 DEFAULT_WORKSPACE = "default"
 
@@ -17,7 +25,8 @@ DEFAULT_WORKSPACE = "default"
 class Command(BaseCommand):
     help = (
         "Create an agent (and its workspace if missing). An existing slug is refused unless --update is "
-        "given, which then changes only the options passed."
+        "given, which then changes only the options passed, under the same rules as the console: loosening a "
+        "setting needs --as USERNAME and becomes a change another admin approves."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,8 +38,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--write-policy",
             choices=WritePolicy.values,
-            help="Agent write policy (default: the workspace's default, `review` unless changed). `direct` is "
-            "allowed here, at the shell, and recorded in the audit log.",
+            help="Agent write policy (default: the workspace's default, `review` unless changed). A new agent may "
+            "start under `direct` (recorded in the audit log); switching an existing one to `direct` is a change "
+            "another admin approves.",
         )
         parser.add_argument("--backend", choices=Backend.values, help="Consolidation backend (default: heuristic).")
         parser.add_argument(
@@ -38,27 +48,49 @@ class Command(BaseCommand):
             action="store_true",
             help="If the agent exists, change the options given instead of refusing.",
         )
+        add_as_argument(parser)
+        parser.add_argument("--reason", default="", help="Why the settings change (kept with a pending change).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug: str = options["slug"]
-        existing = Agent.objects.select_related("workspace").filter(slug=slug).first()
+        actor = acting_as(options["as_user"])
         try:
             with transaction.atomic():
+                existing = self._existing(slug, actor, update=options["update"])
                 if existing is not None:
-                    self._update(existing, options)
+                    self._update(existing, options, actor)
                 else:
-                    self._create(slug, options)
+                    self._create(slug, options, actor)
         except errors.DomainError as exc:
-            raise CommandError(exc.detail) from exc
+            raise refusal(exc) from exc
 
-    def _create(self, slug: str, options: dict[str, Any]) -> None:
-        workspace, created = services.ensure_workspace(slug=options["workspace"] or DEFAULT_WORKSPACE)
-        if created:
-            self.stdout.write(f"Created workspace {workspace.slug}.")
+    @staticmethod
+    def _existing(slug: str, actor: Any, *, update: bool) -> Agent | None:
+        if services.is_system(actor):
+            return Agent.objects.select_related("workspace").filter(slug=slug).first()
+        # Through the scoped lookup, as the staff API: an agent outside the
+        # user's workspaces is not found, whatever the shell could see.
+        if update:
+            return services.get_agent_for_user(actor, slug)
+        return services.visible_agents(actor).filter(slug=slug).first()
+
+    def _workspace(self, slug: str, actor: Any) -> Workspace:
+        if services.is_system(actor):
+            workspace, created = services.ensure_workspace(slug=slug)
+            if created:
+                self.stdout.write(f"Created workspace {workspace.slug}.")
+            return workspace
+        found = Workspace.objects.filter(slug=slug).first()
+        if found is None:
+            raise errors.NotFound(f"There is no workspace {slug!r}; only the operator (without --as) creates one.")
+        return found
+
+    def _create(self, slug: str, options: dict[str, Any], actor: Any) -> None:
+        workspace = self._workspace(options["workspace"] or DEFAULT_WORKSPACE, actor)
         agent = services.create_agent(
             workspace=workspace,
             slug=slug,
-            actor=services.SYSTEM,
+            actor=actor,
             name=options["name"] or "",
             description=options["description"] or "",
             strategy=options["strategy"] or Strategy.HYBRID_V2,
@@ -74,7 +106,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Issue its API key with: python manage.py issue_agent_key {agent.slug}")
 
-    def _update(self, agent: Agent, options: dict[str, Any]) -> None:
+    def _update(self, agent: Agent, options: dict[str, Any], actor: Any) -> None:
         if not options["update"]:
             raise CommandError(
                 f"An agent with the slug {agent.slug!r} already exists (workspace {agent.workspace.slug}). "
@@ -93,9 +125,17 @@ class Command(BaseCommand):
             "backend": options["backend"],
         }
         update = services.update_agent(
-            agent=agent, settings={k: v for k, v in wanted.items() if v is not None}, actor=services.SYSTEM
+            agent=agent, settings={k: v for k, v in wanted.items() if v is not None}, actor=actor,
+            reason=options["reason"],
         )
-        if update.applied:
+        if update.change is not None:
+            change = update.change
+            self.stdout.write(self.style.WARNING(
+                f"Loosening {', '.join(update.weakens)} of agent {agent.slug} takes a second admin: requested "
+                f"change #{change.pk}, nothing applied yet. Another admin approves it on the console's Changes page "
+                f"(/changes/) or with POST /api/v1/changes/{change.pk}/approve."
+            ))
+        elif update.applied:
             self.stdout.write(self.style.SUCCESS(f"Updated agent {agent.slug}: {', '.join(update.applied)}."))
         else:
             self.stdout.write(f"Agent {agent.slug} already has these settings; nothing changed.")

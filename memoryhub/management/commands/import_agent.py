@@ -4,7 +4,12 @@ Creates a new agent from a document written by export_agent: settings,
 tools, and every version of its files, written in order as new versions
 (the original author and time go to the audit log). All or nothing: an
 unknown format version, an existing slug, or any content the scanner or the
-agent's limits refuse leaves nothing behind."""
+agent's limits refuse leaves nothing behind.
+
+At the shell an import provisions a new agent with the document's settings
+(the audit event names those weaker than a new agent's defaults); with
+`--as USERNAME` it runs as that admin, as the staff console's import would,
+and settings that loosen the gate are refused."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub import errors, services
+from memoryhub.management.base import acting_as, add_as_argument, refusal
 from memoryhub.models import MemoryFile
 
 
@@ -26,6 +32,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--workspace", help="Workspace slug, created if missing (default: the agent's own).")
         parser.add_argument("--slug", help="Slug of the new agent (default: the one in the document).")
+        add_as_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         stream = options.get("stdin") or sys.stdin
@@ -33,11 +40,12 @@ class Command(BaseCommand):
             document = json.load(stream)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CommandError(f"Standard input is not a JSON document: {exc}") from exc
+        actor = acting_as(options["as_user"])
         try:
-            agent = services.import_agent(document=document, actor=services.SYSTEM,
+            agent = services.import_agent(document=document, actor=actor,
                                           workspace=options["workspace"] or None, slug=options["slug"] or None)
         except errors.DomainError as exc:
-            raise CommandError(f"Nothing was imported: {exc.detail}") from exc
+            raise refusal(exc, prefix="Nothing was imported: ") from exc
         versions = MemoryFile.history.filter(agent=agent).count()
         self.stdout.write(self.style.SUCCESS(
             f"Imported agent {agent.slug} into workspace {agent.workspace.slug}: {agent.tools.count()} tool(s), "

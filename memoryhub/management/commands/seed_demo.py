@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub import demo, errors
 
@@ -16,9 +16,14 @@ class Command(BaseCommand):
         "is added."
     )
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--no-history", action="store_true",
+                            help="Seed the demo without the 14 days of history (which only the database's owner "
+                            "role may write, into an empty database).")
+
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            report = demo.seed_demo(log=self.stdout.write)
+            report = demo.seed_demo(log=self.stdout.write, history=not options["no_history"])
         except errors.DomainError as exc:
             raise CommandError(f"Seeding stopped: {exc.detail}") from exc
         self.stdout.write("")

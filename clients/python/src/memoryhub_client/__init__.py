@@ -13,6 +13,7 @@ from memoryhub_client.client import AsyncMemoryHub, MemoryHub
 from memoryhub_client.errors import (
     ERRORS_BY_CODE,
     Ambiguous,
+    ConnectionFailed,
     Invalid,
     LimitExceeded,
     MemoryHubError,
@@ -22,6 +23,8 @@ from memoryhub_client.errors import (
     ServerError,
     SessionExpired,
     Throttled,
+    TimedOut,
+    Unavailable,
     UnsafeContent,
     VersionConflict,
     Withheld,
@@ -39,8 +42,8 @@ from memoryhub_client.models import (
 )
 
 __all__ = [
-    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "Context", "Invalid", "LimitExceeded", "LogAppended",
-    "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError", "NotAuthenticated", "NotFound", "PermissionDenied",
-    "SearchHit", "Section", "ServerError", "Session", "SessionEnded", "SessionExpired", "Throttled",
-    "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",
+    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ConnectionFailed", "Context", "Invalid", "LimitExceeded",
+    "LogAppended", "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError", "NotAuthenticated", "NotFound",
+    "PermissionDenied", "SearchHit", "Section", "ServerError", "Session", "SessionEnded", "SessionExpired",
+    "Throttled", "TimedOut", "Unavailable", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",
 ]

@@ -1,6 +1,13 @@
 """The sync and async clients. Both describe each API call the same way (a
 `_Call`: method, path, query, body, headers and how to read the answer) and
-differ only in how they send it, so the two can never drift apart."""
+differ only in how they send it, so the two can never drift apart.
+
+What both do around every call: a 429 `throttled` or a 503 `unavailable` is
+retried after the server's Retry-After (up to `max_retries` times; nothing
+was changed by the refused attempt), and a connection error or timeout is
+raised as `ConnectionFailed` / `TimedOut`, never as an httpx exception.
+Writes take an `idempotency_key`, sent as the `Idempotency-Key` header, so a
+write whose answer was lost can be sent again and is applied once."""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from urllib.parse import quote
 
 import httpx
 
-from memoryhub_client.errors import MemoryHubError, ServerError, error_for
+from memoryhub_client.errors import ConnectionFailed, MemoryHubError, ServerError, TimedOut, error_for
 from memoryhub_client.models import (
     Context,
     LogAppended,
@@ -79,9 +86,14 @@ def _write(response: httpx.Response) -> WriteOutcome:
     return WriteOutcome.from_json(_json(response), response.status_code)
 
 
+def _idempotency(key: str | None) -> dict[str, str]:
+    return {"Idempotency-Key": key} if key is not None else {}
+
+
 def _write_call(method: str, path: str, user: str | None, body: dict[str, Any], if_match: int | None,
-                ) -> _Call[WriteOutcome]:
-    return _Call(method, path, _write, params=_user(user), json=body, headers=_if_match(if_match))
+                idempotency_key: str | None) -> _Call[WriteOutcome]:
+    return _Call(method, path, _write, params=_user(user), json=body,
+                 headers={**_if_match(if_match), **_idempotency(idempotency_key)})
 
 
 class _Calls:
@@ -100,24 +112,28 @@ class _Calls:
         return _Call("GET", _file_path(file), lambda r: MemoryFile.from_json(_json(r)), params=_user(user))
 
     @staticmethod
-    def write(file: str, content: str, user: str | None, reason: str, if_match: int | None) -> _Call[WriteOutcome]:
-        return _write_call("PUT", _file_path(file), user, {"content": content, "reason": reason}, if_match)
+    def write(file: str, content: str, user: str | None, reason: str, if_match: int | None,
+              idempotency_key: str | None) -> _Call[WriteOutcome]:
+        return _write_call("PUT", _file_path(file), user, {"content": content, "reason": reason}, if_match,
+                           idempotency_key)
 
     @staticmethod
-    def add_entry(file: str, text: str, user: str | None, reason: str, if_match: int | None) -> _Call[WriteOutcome]:
-        return _write_call("POST", _file_path(file, "/entries"), user, {"text": text, "reason": reason}, if_match)
+    def add_entry(file: str, text: str, user: str | None, reason: str, if_match: int | None,
+                  idempotency_key: str | None) -> _Call[WriteOutcome]:
+        return _write_call("POST", _file_path(file, "/entries"), user, {"text": text, "reason": reason}, if_match,
+                           idempotency_key)
 
     @staticmethod
     def replace_entry(file: str, old_text: str, new_text: str, user: str | None, reason: str,
-                      if_match: int | None) -> _Call[WriteOutcome]:
+                      if_match: int | None, idempotency_key: str | None) -> _Call[WriteOutcome]:
         return _write_call("PATCH", _file_path(file, "/entries"), user,
-                           {"old_text": old_text, "new_text": new_text, "reason": reason}, if_match)
+                           {"old_text": old_text, "new_text": new_text, "reason": reason}, if_match, idempotency_key)
 
     @staticmethod
     def remove_entry(file: str, old_text: str, user: str | None, reason: str,
-                     if_match: int | None) -> _Call[WriteOutcome]:
+                     if_match: int | None, idempotency_key: str | None) -> _Call[WriteOutcome]:
         return _write_call("DELETE", _file_path(file, "/entries"), user, {"old_text": old_text, "reason": reason},
-                           if_match)
+                           if_match, idempotency_key)
 
     @staticmethod
     def search(query: str, user: str | None, limit: int) -> _Call[list[SearchHit]]:
@@ -131,19 +147,21 @@ class _Calls:
                      params={"format": format})
 
     @staticmethod
-    def start_session(user: str, external_id: str) -> _Call[Session]:
+    def start_session(user: str, external_id: str, idempotency_key: str | None) -> _Call[Session]:
         return _Call("POST", "/api/v1/sessions", lambda r: Session.from_json(_json(r)),
-                     json={"user": user, "external_id": external_id})
+                     json={"user": user, "external_id": external_id}, headers=_idempotency(idempotency_key))
 
     @staticmethod
-    def log(session: int, entries: Iterable[LogEntry | dict[str, str]]) -> _Call[LogAppended]:
+    def log(session: int, entries: Iterable[LogEntry | dict[str, str]],
+            idempotency_key: str | None) -> _Call[LogAppended]:
         body = {"entries": [e.as_json() if isinstance(e, LogEntry) else dict(e) for e in entries]}
 
         def parse(response: httpx.Response) -> LogAppended:
             data = _json(response)
             return LogAppended(appended=data["appended"], last_id=data["last_id"])
 
-        return _Call("POST", f"/api/v1/sessions/{int(session)}/log", parse, json=body)
+        return _Call("POST", f"/api/v1/sessions/{int(session)}/log", parse, json=body,
+                     headers=_idempotency(idempotency_key))
 
     @staticmethod
     def end_session(session: int) -> _Call[SessionEnded]:
@@ -154,9 +172,36 @@ class _Calls:
         return _Call("POST", f"/api/v1/sessions/{int(session)}/end", parse)
 
 
+def _retryable(response: httpx.Response) -> bool:
+    """A refusal that changed nothing and names when to come back: 429
+    `throttled`, or 503 `unavailable` (the database is down or too slow)."""
+    if response.status_code == 429:
+        return True
+    if response.status_code != 503:
+        return False
+    body = _body(response)
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == "unavailable"
+
+
+def _transport_error(exc: httpx.TransportError, call: _Call[Any]) -> ConnectionFailed:
+    """Our exception for httpx's: what happened, to which call, and whether
+    the request may have reached the server."""
+    what = f"{call.method} {call.path}"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return TimedOut(f"{what}: the server did not accept the connection in time ({exc}).", may_have_arrived=False)
+    if isinstance(exc, httpx.TimeoutException):
+        return TimedOut(f"{what}: no answer in time ({exc}); the request may have been applied.",
+                        may_have_arrived=True)
+    if isinstance(exc, httpx.ConnectError):
+        return ConnectionFailed(f"{what}: could not connect to the server ({exc}).", may_have_arrived=False)
+    return ConnectionFailed(f"{what}: the connection failed ({type(exc).__name__}: {exc}); the request may have "
+                            "been applied.", may_have_arrived=True)
+
+
 def _retry_wait(response: httpx.Response, attempt: int) -> float:
-    """Seconds to wait before retrying a 429: the server's Retry-After, or
-    a short exponential backoff when it sent none."""
+    """Seconds to wait before retrying a 429 or 503: the server's
+    Retry-After, or a short exponential backoff when it sent none."""
     header = response.headers.get("Retry-After", "")
     try:
         return max(0.0, float(header))
@@ -170,7 +215,9 @@ def _headers(api_key: str) -> dict[str, str]:
 
 class MemoryHub:
     """The agent API, synchronously. Authenticates with the agent's API key;
-    retries a 429 up to `max_retries` times after its Retry-After."""
+    retries a 429 or a 503 `unavailable` up to `max_retries` times after its
+    Retry-After; raises `ConnectionFailed` (or `TimedOut`) when no answer
+    came."""
 
     def __init__(self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
                  max_retries: int = DEFAULT_MAX_RETRIES, http_client: httpx.Client | None = None,
@@ -194,9 +241,12 @@ class MemoryHub:
     def _run(self, call: _Call[T]) -> T:
         attempt = 0
         while True:
-            response = self._http.request(call.method, call.path, params=call.params or None, json=call.json,
-                                          headers={**self._headers, **call.headers})
-            if response.status_code == 429 and attempt < self.max_retries:
+            try:
+                response = self._http.request(call.method, call.path, params=call.params or None, json=call.json,
+                                              headers={**self._headers, **call.headers})
+            except httpx.TransportError as exc:
+                raise _transport_error(exc, call) from exc
+            if _retryable(response) and attempt < self.max_retries:
                 wait = _retry_wait(response, attempt)
                 if wait <= MAX_RETRY_WAIT:
                     attempt += 1
@@ -212,20 +262,20 @@ class MemoryHub:
         return self._run(_Calls.read(file, user))
 
     def write(self, file: str, content: str, *, user: str | None = None, reason: str = "",
-              if_match: int | None = None) -> WriteOutcome:
-        return self._run(_Calls.write(file, content, user, reason, if_match))
+              if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return self._run(_Calls.write(file, content, user, reason, if_match, idempotency_key))
 
     def add_entry(self, file: str, text: str, *, user: str | None = None, reason: str = "",
-                  if_match: int | None = None) -> WriteOutcome:
-        return self._run(_Calls.add_entry(file, text, user, reason, if_match))
+                  if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return self._run(_Calls.add_entry(file, text, user, reason, if_match, idempotency_key))
 
     def replace_entry(self, file: str, old_text: str, new_text: str, *, user: str | None = None, reason: str = "",
-                      if_match: int | None = None) -> WriteOutcome:
-        return self._run(_Calls.replace_entry(file, old_text, new_text, user, reason, if_match))
+                      if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return self._run(_Calls.replace_entry(file, old_text, new_text, user, reason, if_match, idempotency_key))
 
     def remove_entry(self, file: str, old_text: str, *, user: str | None = None, reason: str = "",
-                     if_match: int | None = None) -> WriteOutcome:
-        return self._run(_Calls.remove_entry(file, old_text, user, reason, if_match))
+                     if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return self._run(_Calls.remove_entry(file, old_text, user, reason, if_match, idempotency_key))
 
     def search(self, query: str, *, user: str | None = None, limit: int = 10) -> list[SearchHit]:
         return self._run(_Calls.search(query, user, limit))
@@ -233,11 +283,12 @@ class MemoryHub:
     def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
         return self._run(_Calls.tool_schemas(format))
 
-    def start_session(self, user: str, *, external_id: str = "") -> Session:
-        return self._run(_Calls.start_session(user, external_id))
+    def start_session(self, user: str, *, external_id: str = "", idempotency_key: str | None = None) -> Session:
+        return self._run(_Calls.start_session(user, external_id, idempotency_key))
 
-    def log(self, session: int, entries: Iterable[LogEntry | dict[str, str]]) -> LogAppended:
-        return self._run(_Calls.log(session, entries))
+    def log(self, session: int, entries: Iterable[LogEntry | dict[str, str]], *,
+            idempotency_key: str | None = None) -> LogAppended:
+        return self._run(_Calls.log(session, entries, idempotency_key))
 
     def end_session(self, session: int) -> SessionEnded:
         return self._run(_Calls.end_session(session))
@@ -268,9 +319,12 @@ class AsyncMemoryHub:
     async def _run(self, call: _Call[T]) -> T:
         attempt = 0
         while True:
-            response = await self._http.request(call.method, call.path, params=call.params or None, json=call.json,
-                                                headers={**self._headers, **call.headers})
-            if response.status_code == 429 and attempt < self.max_retries:
+            try:
+                response = await self._http.request(call.method, call.path, params=call.params or None,
+                                                    json=call.json, headers={**self._headers, **call.headers})
+            except httpx.TransportError as exc:
+                raise _transport_error(exc, call) from exc
+            if _retryable(response) and attempt < self.max_retries:
                 wait = _retry_wait(response, attempt)
                 if wait <= MAX_RETRY_WAIT:
                     attempt += 1
@@ -286,20 +340,22 @@ class AsyncMemoryHub:
         return await self._run(_Calls.read(file, user))
 
     async def write(self, file: str, content: str, *, user: str | None = None, reason: str = "",
-                    if_match: int | None = None) -> WriteOutcome:
-        return await self._run(_Calls.write(file, content, user, reason, if_match))
+                    if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return await self._run(_Calls.write(file, content, user, reason, if_match, idempotency_key))
 
     async def add_entry(self, file: str, text: str, *, user: str | None = None, reason: str = "",
-                        if_match: int | None = None) -> WriteOutcome:
-        return await self._run(_Calls.add_entry(file, text, user, reason, if_match))
+                        if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return await self._run(_Calls.add_entry(file, text, user, reason, if_match, idempotency_key))
 
     async def replace_entry(self, file: str, old_text: str, new_text: str, *, user: str | None = None,
-                            reason: str = "", if_match: int | None = None) -> WriteOutcome:
-        return await self._run(_Calls.replace_entry(file, old_text, new_text, user, reason, if_match))
+                            reason: str = "", if_match: int | None = None,
+                            idempotency_key: str | None = None) -> WriteOutcome:
+        return await self._run(_Calls.replace_entry(file, old_text, new_text, user, reason, if_match,
+                                                    idempotency_key))
 
     async def remove_entry(self, file: str, old_text: str, *, user: str | None = None, reason: str = "",
-                           if_match: int | None = None) -> WriteOutcome:
-        return await self._run(_Calls.remove_entry(file, old_text, user, reason, if_match))
+                           if_match: int | None = None, idempotency_key: str | None = None) -> WriteOutcome:
+        return await self._run(_Calls.remove_entry(file, old_text, user, reason, if_match, idempotency_key))
 
     async def search(self, query: str, *, user: str | None = None, limit: int = 10) -> list[SearchHit]:
         return await self._run(_Calls.search(query, user, limit))
@@ -307,11 +363,13 @@ class AsyncMemoryHub:
     async def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
         return await self._run(_Calls.tool_schemas(format))
 
-    async def start_session(self, user: str, *, external_id: str = "") -> Session:
-        return await self._run(_Calls.start_session(user, external_id))
+    async def start_session(self, user: str, *, external_id: str = "",
+                            idempotency_key: str | None = None) -> Session:
+        return await self._run(_Calls.start_session(user, external_id, idempotency_key))
 
-    async def log(self, session: int, entries: Iterable[LogEntry | dict[str, str]]) -> LogAppended:
-        return await self._run(_Calls.log(session, entries))
+    async def log(self, session: int, entries: Iterable[LogEntry | dict[str, str]], *,
+                  idempotency_key: str | None = None) -> LogAppended:
+        return await self._run(_Calls.log(session, entries, idempotency_key))
 
     async def end_session(self, session: int) -> SessionEnded:
         return await self._run(_Calls.end_session(session))

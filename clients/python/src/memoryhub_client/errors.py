@@ -89,15 +89,19 @@ class SessionExpired(MemoryHubError):
     code = "session_expired"
 
 
-class Throttled(MemoryHubError):
-    """Still throttled after the client's retries."""
-
-    code = "throttled"
+class _RetryAfter(MemoryHubError):
+    """A refusal that names when to come back (the body's `retry_after`)."""
 
     @property
     def retry_after(self) -> float | None:
         value = self.extra.get("retry_after")
         return float(value) if isinstance(value, int | float) else None
+
+
+class Throttled(_RetryAfter):
+    """Still throttled after the client's retries."""
+
+    code = "throttled"
 
 
 class ServerError(MemoryHubError):
@@ -106,10 +110,39 @@ class ServerError(MemoryHubError):
     code = "server_error"
 
 
+class Unavailable(_RetryAfter, ServerError):
+    """503: the server's database is down or too slow right now; nothing
+    was changed. Raised once the client's retries after Retry-After are
+    spent."""
+
+    code = "unavailable"
+
+
+class ConnectionFailed(MemoryHubError):
+    """No answer from the server: it could not be reached, the connection
+    broke, or it did not answer in time. `may_have_arrived` says whether the
+    request could have reached the server (then a write may have been
+    applied: send it again with the same `idempotency_key` to be sure it is
+    applied once). Not an API error code: `status` is 0."""
+
+    code = "connection_failed"
+
+    def __init__(self, detail: str, *, may_have_arrived: bool) -> None:
+        super().__init__(detail)
+        self.may_have_arrived = may_have_arrived
+
+
+class TimedOut(ConnectionFailed):
+    """The server did not answer (or accept the connection) within the
+    client's timeout."""
+
+    code = "timeout"
+
+
 ERRORS_BY_CODE: dict[str, type[MemoryHubError]] = {
     cls.code: cls
     for cls in (Invalid, NotAuthenticated, PermissionDenied, NotFound, LimitExceeded, UnsafeContent,
-                VersionConflict, Ambiguous, Withheld, SessionExpired, Throttled, ServerError)
+                VersionConflict, Ambiguous, Withheld, SessionExpired, Throttled, ServerError, Unavailable)
 }
 
 

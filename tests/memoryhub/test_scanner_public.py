@@ -1,0 +1,97 @@
+"""The scanner on text nobody here wrote (tests/scanner_corpus/public/):
+the targets of issue 19, asserted per class on each split.
+
+The held-out split is asserted by its rates alone and prints nothing but
+rates: rules are tuned on the dev split (docs/scanner.md, "Held-out
+discipline"). Run with `-s` to print the figures docs/scanner.md quotes:
+
+    .venv/bin/pytest tests/memoryhub/test_scanner_public.py -q -s
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from memoryhub.scanner import scan
+from tests.scanner_corpus.public import FILES, FOLDER, load
+
+# Issue 19's targets, per class of unsafe case: at least this share caught.
+CATCH_TARGETS = {
+    "persona": 0.90,  # DAN-style persona prompts
+    "sysprompt": 0.90,  # system-prompt extraction
+    "injected_note": 0.90,  # instructions injected into ordinary notes
+    "inthewild": 0.60,  # a broad in-the-wild jailbreak collection (some of it harmless role-play)
+}
+# Benign text: prose, code, notes, logs, ordinary requests; at most this
+# share flagged, per class.
+MAX_FLAGGED = 0.02
+# Where a split falls short of a target, the rate it reached is asserted
+# instead, so it cannot silently fall further. docs/scanner.md says which
+# targets are not met and why. (Rates as measured with rules 2026.12.3.)
+SHORT_OF_TARGET = {
+    ("dev", "persona"): 0.89,  # 67/75: argument-style jailbreaks with no persona cue (Arth_Singh/*)
+    ("heldout", "persona"): 0.79,  # 68/86
+    ("heldout", "sysprompt"): 0.72,  # 16/22
+}
+FLAGGED_SHORT_OF_TARGET = {
+    ("heldout", "prose"): 0.05,  # 7/143, all in package READMEs, as many as before the redesign
+}
+
+
+def _rates(split: str) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[tuple[str, str], list[int]]]:
+    caught: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    flagged: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_source: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for case in load(split):
+        if case.harmless:
+            continue
+        hit = scan(case.text) is not None
+        table = caught if case.label == "unsafe" else flagged
+        for counts in (table[case.kind], by_source[(case.source, case.kind)]):
+            counts[0] += hit
+            counts[1] += 1
+    return caught, flagged, by_source
+
+
+def _print(
+    split: str, caught: dict[str, list[int]], flagged: dict[str, list[int]], by_source: dict[tuple[str, str], list[int]]
+) -> None:
+    print(f"\n{split}: per source and class (caught for unsafe sources, flagged for benign ones)")
+    for (source, kind), (hits, total) in sorted(by_source.items()):
+        print(f"  {source:26} {kind:14} {hits:4}/{total:<4} = {100 * hits / total:5.1f}%")
+    for name, table in (("unsafe caught", caught), ("benign flagged", flagged)):
+        print(f"{split}: {name}, per class")
+        for kind, (hits, total) in sorted(table.items()):
+            print(f"  {kind:41} {hits:4}/{total:<4} = {100 * hits / total:5.1f}%")
+
+
+def test_the_public_corpus_is_big_and_attributed() -> None:
+    cases = load()
+    labels = Counter(case.label for case in cases)
+    assert labels["unsafe"] >= 300 and labels["benign"] >= 300
+    # Long prose, code, logs and notes in ten languages or more.
+    benign = [case for case in cases if case.label == "benign"]
+    assert {"prose", "code", "log", "note"} <= {case.kind for case in benign}
+    assert len({case.lang for case in benign if case.kind == "note"}) >= 10
+    assert any(len(case.text) > 2000 for case in benign if case.kind == "prose")
+    # Every file names its source and licence in its header.
+    for name in FILES:
+        header = (FOLDER / name).read_text("utf-8").split("\n- ", 1)[0]
+        assert any(word in header for word in ("Apache-2.0", "MIT", "PSF", "GPL", "licence")), name
+    # Both splits hold every class.
+    for split in ("dev", "heldout"):
+        assert {case.kind for case in load(split)} >= set(CATCH_TARGETS)
+
+
+@pytest.mark.parametrize("split", ["dev", "heldout"])
+def test_it_meets_the_targets_on_text_nobody_here_wrote(split: str) -> None:
+    caught, flagged, by_source = _rates(split)
+    _print(split, caught, flagged, by_source)
+    for kind, target in CATCH_TARGETS.items():
+        hits, total = caught[kind]
+        assert hits / total >= SHORT_OF_TARGET.get((split, kind), target), (split, kind, f"{hits}/{total}")
+    for kind, (hits, total) in flagged.items():
+        limit = FLAGGED_SHORT_OF_TARGET.get((split, kind), MAX_FLAGGED)
+        assert hits / total <= limit, (split, kind, f"{hits}/{total}")
