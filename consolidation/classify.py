@@ -91,7 +91,12 @@ class Verdict:
         return self.kind in REFUSED and not self.promote
 
 
+_MARK = re.compile(r"\[REDACTED:(?P<rule>[\w-]+)\]")
+
+
 def _secret(text: str, finding: scanner.Finding | None) -> tuple[str, str] | None:
+    if (mark := _MARK.search(text)) is not None:
+        return mark.group("rule"), f"it held a secret the scanner redacted when it was logged ({mark.group('rule')})"
     if _REDACTED in text:
         return "redacted", "it held a secret the scanner redacted"
     if finding is not None and finding.category == "secret":
@@ -160,6 +165,10 @@ def cache_clear() -> None:
 def _classify(text: str, *, file: str, language: str, policy: str, said: str, rules: str) -> Verdict:
     del rules  # part of the cache key only
     words = _WORD.findall(text)
+    if _MARK.fullmatch(text.strip()):
+        rule = _MARK.fullmatch(text.strip()).group("rule")  # type: ignore[union-attr]
+        return Verdict(SECRET, text, category=rule, rule=rule,
+                       reason=f"Never kept in memory: the scanner redacted it when it was logged ({rule}).")
     # The sentence a candidate came from was scanned with its log entry at
     # gather; the candidate's own wording is scanned here, once.
     finding = scanner.scan(text)

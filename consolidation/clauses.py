@@ -29,12 +29,19 @@ A clause is agent-directed when its act is `disclose`, or another act that
 is addressed to the agent or benefits the speaker. A person's preferences
 about style, channel, language and timing have no act, so they stay facts.
 
-`PatternClauseReader` is the implementation here: for each act a few cue
-patterns in English, German, Spanish and French, and pronoun tests for
-the addressee and the beneficiary. It is deliberately replaceable: the
-scanner's structure model (issue 19: who a clause addresses, what it acts
-on, what it does to it) answers the same three questions for every
-language it learns, and `reader()` is the one place to plug it in.
+`reader()` answers from the scanner's structure model first
+(`memoryhub.scanner.directives`, issue 19: who a clause addresses, what it
+acts on, what it does to it): a clause it reads as addressed to the agent
+and acting on its instructions or rules (an override) is an `exempt`, one
+asking for its prompt a `disclose` (persona and injected-instruction cues
+count only together, and then the scanner refuses the text itself). The
+structure model
+knows nothing yet of what a user grants *themselves* — a standing approval,
+a discount, an exemption from a check, priority over other customers — so
+`PatternClauseReader` reads those: for each act a few cue patterns in
+English, German, Spanish and French, and pronoun tests for the addressee and
+the beneficiary. When the structure model learns those acts, the patterns
+here can go; every act it reads is taken from it already.
 """
 
 from __future__ import annotations
@@ -157,8 +164,33 @@ class PatternClauseReader:
         return Reading()
 
 
+# The structure model's kinds, as the acts consolidation refuses.
+_STRUCTURE_ACTS = {"override": "exempt", "disclosure": "disclose"}
+
+
+class StructureClauseReader:
+    """The scanner's structure model first, the cue patterns for the acts it
+    does not model (see the module docstring)."""
+
+    def __init__(self, fallback: ClauseReader) -> None:
+        self.fallback = fallback
+
+    def read(self, clause: str, *, language: str = "en", about_user: bool = False) -> Reading:
+        from memoryhub import scanner
+
+        for directive in scanner.directives(clause):
+            act = _STRUCTURE_ACTS.get(directive.kind, "")
+            if act and directive.addressee == "the agent":
+                cue = f"{directive.action} {directive.target}".strip()
+                return Reading(act=act, addressed_to_agent=True, for_speaker=about_user,
+                               span=(directive.start, directive.end), cue=cue)
+        # Persona and injected-instruction cues count only together, and
+        # then scanner.scan refuses the text itself: one cue is no act.
+        return self.fallback.read(clause, language=language, about_user=about_user)
+
+
 @functools.cache
 def reader() -> ClauseReader:
-    """The process's clause reader. When the scanner's structure model lands
-    (branch h19-scanner), an adapter over it goes here."""
-    return PatternClauseReader()
+    """The process's clause reader: the scanner's structure model, then the
+    cue patterns for the self-granting acts it does not know yet."""
+    return StructureClauseReader(PatternClauseReader())

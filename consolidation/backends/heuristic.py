@@ -59,6 +59,7 @@ from consolidation.backends.base import BackendResult, Change, FileState, Refusa
 from consolidation.directives import MEMORY, USER
 
 _REDACTED = "[REDACTED:"
+_REDACTED_MARK = re.compile(r"\[REDACTED:[\w-]+\]")
 # Facts that hold one value at a time, as directives read them.
 _SINGLE_VALUED = {
     "name": re.compile(r"^(?:(?:first\s+|preferred\s+|nick)?name\s+(?:is|ist)|wants\s+to\s+be\s+called|call\s+me|"
@@ -191,6 +192,12 @@ def extract(signal: Signal, language_code: str | None = None, *, tz: tzinfo | No
                 found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})", line, tz))
     else:
         for sentence in language.sentences(signal.content, lang if lang in language.SUPPORTED else "en"):
+            if _REDACTED in sentence and _INTENT.search(sentence):
+                # Asked to keep something the scanner redacted at insert (a
+                # card number, a password): refused in the open, by rule.
+                found.append(Candidate(_REDACTED_MARK.search(sentence).group(0), USER, signal,  # type: ignore[union-attr]
+                                       f"said by the user (log entry {signal.id})", lang, said=sentence,
+                                       conditional=True))
             sentence = _without_redacted(sentence)
             directive = directives.from_user(sentence.strip(), language=lang)
             if directive is not None:
@@ -201,8 +208,10 @@ def extract(signal: Signal, language_code: str | None = None, *, tz: tzinfo | No
                     found.append(Candidate(as_said, USER, signal, f"said by the user (log entry {signal.id})",
                                            lang, said=sentence, conditional=True))
     # One word ("Remember me?") is not a fact worth an entry, and a secret the
-    # scanner redacted stays out of memory together with what was said about it.
-    return [c for c in found if len(text.tokens(c.text)) >= 2 and _REDACTED not in c.text]
+    # scanner redacted stays out of memory together with what was said about
+    # it (its marker alone goes on, for the classifier to refuse in the open).
+    return [c for c in found if (len(text.tokens(c.text)) >= 2 and _REDACTED not in c.text)
+            or _REDACTED_MARK.fullmatch(c.text)]
 
 
 _CLAUSE = re.compile(r",\s+(?:and|but|also)\s+|;\s+|,\s+(?=(?:my|i|the)\b)", re.IGNORECASE)

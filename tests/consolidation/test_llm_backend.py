@@ -284,7 +284,7 @@ def test_it_never_writes_what_the_classifier_refuses_and_keeps_the_rest(openai_s
     assert [change.after for change in result.changes] == ["CI runs on GitHub Actions."]
     assert [(r.kind, r.category, r.evidence) for r in result.refused] == [
         ("directive", "prompt_injection", (103,)), ("directive", "discount", (104,)),
-        ("personal", "payment_card", (104,))]
+        ("secret", "secret_card_number", (104,))]
     assert "4111" not in " ".join(r.summary + r.reason for r in result.refused)
 
 

@@ -169,7 +169,9 @@ def test_the_worker_refuses_what_a_careful_reviewer_would_and_shows_it(worker: A
     assert proposals["USER.md"].proposed_content == "- Lives in Rotterdam.\n"
     assert proposals["MEMORY.md"].proposed_content == "- The monorepo now uses pnpm; the team switched last week.\n"
     refused = [c for c in proposals["USER.md"].rationale if c["kind"] == "refused"]
-    assert [(c["class"], c["category"]) for c in refused] == [("personal", "payment_card"), ("directive", "discount")]
+    # The scanner redacts a card number when it is logged (a secret since issue 19): refused by its rule.
+    assert [(c["class"], c["category"]) for c in refused] == [("secret", "secret_card_number"),
+                                                              ("directive", "discount")]
     assert "4111" not in json.dumps([p.rationale for p in proposals.values()] + [run.counts])
     superseded = next(c for c in proposals["USER.md"].rationale if c["kind"] == "supersede")
     assert superseded["replaced_in"] == "MEMORY.md" and "js package manager" in superseded["reason"]

@@ -166,12 +166,12 @@ def test_a_proposal_carrying_special_personal_data_is_never_approved_silently(ag
     services.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="- Prefers email.\n")
     proposal = services.propose_change(
         agent=agent, kind="USER.md", user_ref="u1", source=Source.CONSOLIDATION, reason="r",
-        content="- Prefers email.\n- Passport number is C01X00T47.\n- Card 4111 1111 1111 1111.\n"
+        content="- Prefers email.\n- Passport number is C01X00T47.\n- IBAN DE89 3704 0044 0532 0130 00.\n"
                 "- Sister's number +33 6 12 34 56 78.\n- Son has asthma.\n")
 
-    assert services.special_categories(proposal) == ["government_id", "payment_card", "relative_contact", "health"]
+    assert services.special_categories(proposal) == ["government_id", "bank_account", "relative_contact", "health"]
     assert "pii" in proposal.risk_tags
-    assert not any("C01X00T47" in item["detail"] or "4111" in item["detail"] for item in proposal.pii)
+    assert not any("C01X00T47" in item["detail"] or "3704" in item["detail"] for item in proposal.pii)
     with pytest.raises(errors.PersonalDataUnacknowledged) as refused:
         services.approve_proposal(proposal_id=proposal.pk, reviewer=reviewer)
     assert refused.value.status == 409 and "health data" in refused.value.detail
@@ -181,7 +181,7 @@ def test_a_proposal_carrying_special_personal_data_is_never_approved_silently(ag
 
     assert approved.status == ProposalStatus.APPROVED
     event = AuditEvent.objects.filter(action="proposal.approve").latest("id")
-    assert event.details["personal_data_acknowledged"] == ["government_id", "payment_card", "relative_contact",
+    assert event.details["personal_data_acknowledged"] == ["government_id", "bank_account", "relative_contact",
                                                            "health"]
 
 
