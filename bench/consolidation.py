@@ -9,11 +9,14 @@ the first run's start and the last run's finish:
 
     sessions/s = sessions consolidated / that time
 
-It also prints runs/s and the proposals made, and checks the scanner ran
-once per proposal on its content (plus once per log entry at gather). A
-benchmark, not a test: it asserts nothing about timings.
+It also prints runs/s, the proposals made, the worker's CPU time (sessions
+per CPU-second: the figure a loaded machine does not move much), and the
+language detector's load time and memory. With --quality it also prints
+the scenario suites' recall, precision and safety counts (team, dev and
+held-out histories, heuristic and scripted llm). A benchmark, not a test:
+it asserts nothing about timings.
 
-    .venv/bin/python bench/consolidation.py [--pairs 200] [--sessions 5] [--entries 20]
+    .venv/bin/python bench/consolidation.py [--pairs 200] [--sessions 5] [--entries 20] [--quality]
 
 With no DATABASE_URL it uses a fresh SQLite database and the filesystem
 broker in a temporary directory; a caller's DATABASE_URL and REDIS_URL are
@@ -119,6 +122,62 @@ print(json.dumps({
 """
 
 
+LINGUA = r"""
+import resource, time
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize() / 1e6
+import django
+django.setup()
+from consolidation import language
+before, started = rss(), time.perf_counter()
+language.detector()
+# Models load per language on first use: one text per script loads them all.
+for text in ["Remember that I live in Lisbon, please.", "Запомни, что я предпочитаю короткие ответы.",
+             "覚えておいて：電話が好きです。", "请记住我喜欢简短的回答。", "짧은 답변을 선호합니다.",
+             "أفضل الردود القصيرة."]:
+    language._lingua(text)
+loaded, grown = time.perf_counter() - started, rss() - before
+texts = ["Ich bevorzuge kurze Antworten.", "Preferisco le risposte brevi.", "覚えておいて：電話が好きです。"] * 300
+started = time.perf_counter()
+for text in texts:
+    language._lingua(text)
+per = (time.perf_counter() - started) / len(texts) * 1000
+print(f"language detector (lingua, {len(language.DETECTED)} languages, low-accuracy mode): built and first "
+      f"detection in {loaded:.2f} s, +{grown:.0f} MB resident; {per:.2f} ms per short entry")
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int, timeout: float = 60) -> float:
+    """Wait until a freshly started process stops burning CPU (imports, app
+    set-up); return its CPU time then."""
+    deadline = time.monotonic() + timeout
+    last = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = cpu_seconds(pid)
+        if now - last < 0.05:
+            return now
+        last = now
+    return last
+
+
+def quality(env: dict[str, str]) -> None:
+    """The scenario suites' figures, as their aggregate tests print them."""
+    for target in ("tests/consolidation/scenarios/test_scenarios.py", "tests/consolidation/heldout"):
+        done = subprocess.run([str(BIN / "python"), "-m", "pytest", target, "-q", "-s", "-p", "no:cacheprovider",
+                               "-k", "recall or held_out"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              capture_output=True, text=True, timeout=3600)
+        for line in done.stdout.splitlines():
+            if " histories, recall " in line:
+                print(line)
+
+
 def run_checked(args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
@@ -132,6 +191,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--entries", type=int, default=20)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--quality", action="store_true",
+                        help="also print the scenario suites' recall, precision and safety counts (runs pytest)")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="mh-bench-consolidation-"))
@@ -147,14 +208,18 @@ def main() -> None:
         run_checked([python, "-c", seed, str(args.pairs), str(args.sessions), str(args.entries)], env)
         print(f"seeded {args.pairs} pairs × {args.sessions} sessions × {args.entries} entries "
               f"in {time.monotonic() - started:.1f} s")
-        queued = int(run_checked([python, "-c", TRIGGER], env))
-        print(f"the gate queued {queued} runs")
         log = (tmp / "worker.log").open("wb")
         worker = subprocess.Popen(
             [str(BIN / "celery"), "-A", "memoryhub", "worker", "--pool=solo", "--concurrency=1",
              "--loglevel=WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
+        # The worker's CPU time is the figure the machine's load does not
+        # move much (wall-clock is shared with whatever else runs): read it
+        # once the worker has started up and gone idle, and at the end.
+        idle = settle(worker.pid)
+        queued = int(run_checked([python, "-c", TRIGGER], env))
+        print(f"the gate queued {queued} runs")
         import json
 
         deadline = time.monotonic() + 3600
@@ -165,16 +230,23 @@ def main() -> None:
             if worker.poll() is not None:
                 sys.exit(f"the worker died; see {tmp / 'worker.log'}")
             time.sleep(2)
+        busy = cpu_seconds(worker.pid) - idle
         elapsed = state["last"] - state["first"]
         sessions = queued * args.sessions
         print(f"one worker process (--pool=solo), heuristic backend, {platform.python_implementation()} "
-              f"{platform.python_version()}, {os.cpu_count()} CPUs, "
+              f"{platform.python_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
               f"database {env['DATABASE_URL'].split(':', 1)[0]}")
         print(f"runs: {state['by_status']}; proposals made: {state['proposals']}")
         if state["errors"]:
             print("failed runs, e.g.:", *state["errors"], sep="\n  ")
         print(f"{sessions} sessions ({sessions * args.entries} log entries) in {elapsed:.1f} s: "
-              f"{sessions / elapsed:.1f} sessions/s, {queued / elapsed:.1f} runs/s")
+              f"{sessions / elapsed:.1f} sessions/s, {queued / elapsed:.1f} runs/s (wall clock)")
+        print(f"worker CPU {busy:.1f} s: {sessions / busy:.1f} sessions per CPU-second "
+              "(target ≥ 40 sessions/s; wall clock adds SQLite commits, broker polling and whatever else "
+              "the machine runs)")
+        print(run_checked([python, "-c", LINGUA], env))
+        if args.quality:
+            quality(env)
     finally:
         if worker is not None and worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)

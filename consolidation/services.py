@@ -401,7 +401,8 @@ def run_limits(*, agent: Agent, spent: Decimal, backend: str) -> RunLimits:
         for row in MemoryFile.objects.filter(agent=agent, user_ref="", kind__in=[FileKind.SOUL, FileKind.ABOUT])
         .order_by("kind") if row.content
     )
-    return RunLimits(budget_usd=remaining, run_ceiling_usd=ceiling, profile=profile, encoding=agent.token_encoding)
+    return RunLimits(budget_usd=remaining, run_ceiling_usd=ceiling, profile=profile, encoding=agent.token_encoding,
+                     pii_policy=agent.workspace.pii_policy)
 
 
 def _fallback(backend: Backend) -> Backend | None:
@@ -472,9 +473,17 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         counts["consolidate"]["read_through"] = mark
     if result.not_understood:
         counts["not_understood"] = result.not_understood
+    if result.estimated:
+        counts["consolidate"]["usage_estimated"] = True
+    refused = [*gathered.refused, *result.refused]
+    if refused:
+        # Ids, classes and categories only: a refused secret or personal
+        # datum is never copied out of the log, not even into the counts.
+        counts["refused"] = [refusal.as_count() for refusal in refused]
 
     try:
-        plans = pipeline.prune_and_index(files=files, result=result, signals=gathered.signals, now=now)
+        plans = pipeline.prune_and_index(files=files, result=result, signals=gathered.signals, now=now,
+                                         refused=refused, policy=agent.workspace.pii_policy)
     except pipeline.GuardError as exc:
         counts["prune"] = {"guard": exc.guard}
         with transaction.atomic():
@@ -488,9 +497,14 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
     }
     counts["proposals"] = len(plans)
 
+    unread = _unread_left(gathered, result)
+    if unread:
+        counts["unread_left"] = unread
+
     if not plans:
         with transaction.atomic():
-            _finish(run, status=RunStatus.NO_CHANGE, counts=counts, usage=usage, high_water_mark=mark)
+            if _finish(run, status=RunStatus.NO_CHANGE, counts=counts, usage=usage, high_water_mark=mark) and unread:
+                _continue(run)
         return run
 
     plan = plans[0]
@@ -521,6 +535,8 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
                         status=ProposalStatus.SUPERSEDED, superseded_by=proposal)
                 proposals.append(proposal)
             run.proposals.add(*proposals)
+            if unread:
+                _continue(run)
     except errors.VersionConflict as exc:
         # No automatic re-run: the gate or a reviewer starts a fresh run that
         # reads the new version.
@@ -538,6 +554,28 @@ def execute_run(*, run_id: int, now: datetime | None = None) -> ConsolidationRun
         _fail_after_rollback(run, reason=f"The proposal was refused: {exc.detail}", counts=counts,
                              usage=usage, failure=Failure.PERMANENT, code=f"refused:{exc.code}")
     return run
+
+
+def _unread_left(gathered: pipeline.Gathered, result: BackendResult) -> str:
+    """Why log entries are left unread although a new run could read them
+    now (more than one run holds, or the model's call ceiling), or "" (all
+    read, or a budget that a new run would hit too)."""
+    if gathered.backlog:
+        return f"more than {pipeline.MAX_SIGNALS_PER_RUN:,} log entries were waiting"
+    if result.stopped.startswith("call ceiling"):
+        return result.stopped
+    return ""
+
+
+def _continue(run: ConsolidationRun) -> None:
+    """Queue the pair's next run at once, in the transaction that finishes
+    this one: a busy pair never waits for new sessions while unread entries
+    remain. It starts from this run's proposal, so the reviewer still gets
+    one proposal per file."""
+    follow, created = trigger_run(agent=run.agent, user_ref=run.user_ref, trigger=Trigger.GATE,
+                                  backend=run.backend)
+    if created:
+        logger.info("run %s left unread entries; run %s continues", run.pk, follow.pk)
 
 
 def _fail_after_rollback(

@@ -86,6 +86,7 @@ def tokens(text: str) -> list[str]:
     return [word.replace("’", "'") for word in _WORD.findall(text.lower())]
 
 
+@functools.lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A dozen suffix rules: enough to make "updates", "update" and
     "updated" one word; numbers and ids are left alone."""
@@ -138,14 +139,30 @@ NEAR_DUPLICATE = 0.75
 
 
 def same_fact(a: str, b: str) -> bool:
-    """Duplicates on normalised text: the same key words (or nearly), said
-    with the same polarity."""
+    """Duplicates on normalised text: the same key words (or nearly), or all
+    the key words of one inside the other ("Prefers short answers, code
+    first." says nothing "Prefers short answers with a code sample first"
+    does not), said with the same polarity."""
     if is_negative(a) != is_negative(b):
         return False
     left, right = fact_key(a), fact_key(b)
     if not left or not right:
         return " ".join(tokens(a)) == " ".join(tokens(b))
-    return left == right or jaccard(left, right) >= NEAR_DUPLICATE
+    if left == right or jaccard(left, right) >= NEAR_DUPLICATE:
+        return True
+    return subsumes(a, b) or subsumes(b, a)
+
+
+# The smaller entry of a subsumption must say at least this much: "Uses
+# Python" inside "Uses Python 3.12 and dbt" is one fact; one word is not.
+SUBSUMED_MIN_WORDS = 2
+
+
+def subsumes(a: str, b: str) -> bool:
+    """Every key word of `b` is in `a` (and `b` has at least two): `a` says
+    all `b` says."""
+    wider, narrower = fact_key(a), fact_key(b)
+    return len(narrower) >= SUBSUMED_MIN_WORDS and narrower < wider and is_negative(a) == is_negative(b)
 
 
 def key_words(texts: Iterable[str]) -> set[str]:
@@ -182,13 +199,18 @@ _COMMON_CAPITALISED = frozenset({
 
 
 def distinctive_tokens(text: str) -> set[str]:
+    return set(_distinctive_tokens(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _distinctive_tokens(text: str) -> frozenset[str]:
     found = {match.group(0).lower().rstrip(".,;:") for match in _DISTINCTIVE_RAW.finditer(text)}
     stripped = text.strip()
     for match in _CAPITALISED.finditer(stripped):
         word = match.group(0)
         if word.lower() not in _COMMON_CAPITALISED:
             found.add(word.lower())
-    return {word for word in found if word}
+    return frozenset(word for word in found if word)
 
 
 def lost_distinctive(before: Iterable[str], after: str) -> list[str]:

@@ -128,3 +128,12 @@ class Claimed(DomainError):
 
     code = "claimed"
     status = 409
+
+
+class PersonalDataUnacknowledged(DomainError):
+    """A proposal carrying personal data of a special category (health, an
+    official id, a card or bank number, a relative's contact data) is
+    approved only by a reviewer who says they checked the agent needs it."""
+
+    code = "personal_data"
+    status = 409

@@ -14,6 +14,10 @@ Entry points:
 - `scan(text)`: the first finding in RULES order, or None.
 - `scan_all(text)`: every rule's first finding, for reviewers.
 - `scan_pii(text)`: every PII occurrence.
+- `scan_personal(text)`: every special category of personal data (the
+  checksum formats, and health, official ids, relatives' contact data and
+  protected traits said in words), each finding's rule a key of
+  `scanning.pii.SPECIAL_CATEGORY`.
 - `redact_secrets(text)`: the text with each secret replaced by
   `[REDACTED:<rule>]`, for session logs, which are stored, not refused.
 
@@ -131,13 +135,14 @@ __all__ = (
     "rules_fingerprint",
     "scan",
     "scan_all",
+    "scan_personal",
     "scan_pii",
 )
 
 # Bump whenever a rule changes what it finds. Stored with session snapshots
 # and part of every cache key; test_scanner pins it to rules_fingerprint(),
 # so changing a rule without bumping it fails the build.
-RULES_VERSION = "2026.12.3"
+RULES_VERSION = "2026.12.4"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a
@@ -412,6 +417,16 @@ def scan_pii(text: str) -> list[Finding]:
     return list(
         _cached("pii", text, lambda t: tuple(replace(f, severity=SEVERITY["pii"]) for f in pii.scan_pii_uncached(t)))
     )
+
+
+def scan_personal(text: str) -> list[Finding]:
+    """Every special category of personal data in the text, in order, rule
+    one of `pii.SPECIAL_CATEGORY` (iban, payment_card, national_id,
+    government_id, health, relative_contact, sensitive_trait). Offsets are
+    in normalize(text)."""
+    if len(text) > MAX_SCAN_CHARS:
+        return []
+    return list(_cached("personal", text, lambda t: tuple(pii.scan_personal_uncached(t))))
 
 
 # --- redaction ---------------------------------------------------------------------------------

@@ -122,6 +122,13 @@ class DecisionSerializer(CommentSerializer):
     reason_code = TextField(required=False, allow_blank=True, default="", max_length=32)
 
 
+class ApproveSerializer(DecisionSerializer):
+    acknowledge_personal_data = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Required (true) when the proposal carries personal data of a special category: the reviewer "
+        "confirms the agent needs it.")
+
+
 class RejectSerializer(serializers.Serializer):
     # A comment or a reason code says why (the service checks one is there).
     comment = TextField(required=False, allow_blank=True, default="", max_length=2000)
@@ -227,19 +234,21 @@ class ProposalApproveView(StaffAPIView):
 
     @extend_schema(
         operation_id="approve_proposal",
-        request=DecisionSerializer,
+        request=ApproveSerializer,
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 409, 422, 429)},
         description="409 `stale_proposal` when the file moved on, 409 `conflict` while the content holds "
         "unresolved conflict blocks, 403 `four_eyes` for anyone who wrote a revision of the proposal, 403 "
         "`high_risk` when the workspace lets only an admin approve a high-risk proposal. Under the "
         "`two_approvals` rule the first approval of a high-risk proposal answers `status: pending, approvals: 1`. "
-        "`stale_siblings` lists the same file's pending proposals this approval made stale.",
+        "`stale_siblings` lists the same file's pending proposals this approval made stale. 409 `personal_data` "
+        "when the proposal carries personal data of a special category and `acknowledge_personal_data` is not true.",
     )
     def post(self, request: Request, proposal_id: int) -> Response:
         proposal = services.get_proposal_for_user(request.user, proposal_id)
-        data = parse_body(DecisionSerializer, request)
+        data = parse_body(ApproveSerializer, request)
         proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"],
-                                             reason_code=data["reason_code"])
+                                             reason_code=data["reason_code"],
+                                             acknowledge_personal_data=data["acknowledge_personal_data"])
         answer: dict[str, Any] = {"status": proposal.status, "version": proposal.applied_version,
                                   "stale_siblings": list(proposal.stale_siblings)}
         if proposal.status == ProposalStatus.PENDING:

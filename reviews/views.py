@@ -46,6 +46,7 @@ from memoryhub.models import (
     Source,
     WritePolicy,
 )
+from memoryhub.scanning.pii import CATEGORY_LABELS
 from reviews import diffs, highlight
 from reviews.api import history_author
 
@@ -400,6 +401,7 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "findings": highlight.scanner_findings(proposal.proposed_content),
         "directive_findings": highlight.directive_findings(old=proposal.base_content, new=proposal.proposed_content)
         if "agent_directed" in (proposal.risk_tags or []) else [],
+        "special_categories": [CATEGORY_LABELS.get(c, c) for c in services.special_categories(proposal)],
         "size": {
             "chars_before": len(proposal.base_content),
             "chars_after": len(proposal.proposed_content),
@@ -421,8 +423,9 @@ def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[
     comment = request.POST.get("comment", "")
     reason_code = request.POST.get("reason_code", "")
     if action == "approve":
+        acknowledged = request.POST.get("acknowledge_personal_data", "") in ("1", "true", "True", "on")
         done = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment,
-                                         reason_code=reason_code)
+                                         reason_code=reason_code, acknowledge_personal_data=acknowledged)
         if done.status == ProposalStatus.PENDING:
             return ("First approval recorded. This proposal is high risk: a second, different reviewer approves it "
                     "before it is served."), None

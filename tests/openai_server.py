@@ -130,6 +130,7 @@ class OpenAIServer:
         self._queue: deque[_Scripted] = deque()
         self._responder: Callable[[dict[str, Any]], str] | None = None
         self._responder_usage: dict[str, int] = {}
+        self._honour_max_tokens = False
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -193,14 +194,17 @@ class OpenAIServer:
 
     def respond_with(
         self, responder: Callable[[dict[str, Any]], str] | None, *, prompt_tokens: int = 120,
-        completion_tokens: int = 40,
+        completion_tokens: int = 40, honour_max_tokens: bool = False,
     ) -> None:
         """Answer every request not otherwise scripted with a completion whose
         content is `responder(request body)`: a scripted model that reads the
-        prompt (e.g. resolves entry indexes and log ids), for scenario tests."""
+        prompt (e.g. resolves entry indexes and log ids), for scenario tests.
+        With `honour_max_tokens` the reported completion tokens never exceed
+        the request's `max_tokens`, as a well-behaved server's."""
         with self._cond:
             self._responder = responder
             self._responder_usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+            self._honour_max_tokens = honour_max_tokens
 
     def reply_tool_calls(self, *calls: tuple[str, dict[str, Any]], content: str | None = None) -> None:
         """Enqueue a completion whose message calls tools: (name, arguments) each."""
@@ -286,6 +290,8 @@ class OpenAIServer:
             responder = self._responder
             usage = dict(self._responder_usage)
             number = len(self.requests)
+            if getattr(self, "_honour_max_tokens", False) and isinstance(payload, dict) and payload.get("max_tokens"):
+                usage["completion_tokens"] = min(usage["completion_tokens"], int(payload["max_tokens"]))
         if responder is not None:
             return _Scripted(200, _completion(responder(payload), **usage))
         # Under-scripted tests fail loudly rather than hang or pass by accident.

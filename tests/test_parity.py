@@ -91,6 +91,11 @@ def pending_proposal(world: World, *, author: str = "admin", content: str = BASE
                                    source=Source.ADMIN, author_user=world.users[author], reason="parity")
 
 
+def special_proposal(world: World) -> Proposal:
+    """A proposal carrying personal data of a special category (health)."""
+    return pending_proposal(world, content=BASE + "- is allergic to penicillin\n")
+
+
 def stale_proposal(world: World) -> Proposal:
     proposal = pending_proposal(world)
     services.write_memory(agent=world.agent, kind="USER.md", user_ref="u1", content=BASE + "- moved\n")
@@ -533,6 +538,10 @@ CASES = [
     Case("approve", "four_eyes", "admin", pending_proposal, decision("approve", {}), ("four_eyes", 403)),
     Case("approve", "conflict", "reviewer", conflicted_proposal, decision("approve", {}), ("conflict", 409)),
     Case("approve", "stale", "reviewer", stale_proposal, decision("approve", {}), ("stale_proposal", 409)),
+    Case("approve", "personal_data", "reviewer", special_proposal, decision("approve", {}),
+         ("personal_data", 409)),
+    Case("approve", "personal_data_acknowledged", "reviewer", special_proposal,
+         decision("approve", {"acknowledge_personal_data": True}), None),
     Case("approve", "limits", "reviewer", lambda w: (pending_proposal(w), over_limit(w))[0],
          decision("approve", {}), ("limit_exceeded", 422)),
     # reject

@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
-CHANGE_KINDS = ("add", "update", "merge", "supersede", "expire", "drop", "compress", "conflict")
+CHANGE_KINDS = ("add", "update", "merge", "supersede", "expire", "past", "drop", "compress", "conflict")
 # Kinds that put new text into a file and must rest on log evidence.
 WRITING_KINDS = ("add", "update", "merge", "supersede")
 CONSOLIDATED_FILES = ("USER.md", "MEMORY.md")
@@ -69,6 +69,10 @@ class Change:
     before: str | None = None  # the entry replaced / removed
     after: str | None = None  # the entry added / the replacement
     flag: str | None = None  # "contradiction": a reviewer should look at this one
+    # A supersede or merge whose newer entry is in the other file: that
+    # entry and its file (the pipeline checks it is there).
+    replaced_by: str | None = None
+    replaced_in: str | None = None
 
     def as_rationale(self) -> dict[str, object]:
         found: dict[str, object] = {
@@ -82,7 +86,35 @@ class Change:
         }
         if self.flag:
             found["flag"] = self.flag
+        if self.replaced_by:
+            found["replaced_by"] = self.replaced_by
+            found["replaced_in"] = self.replaced_in
         return found
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A candidate the classifier refused (consolidation.classify): shown to
+    the reviewer in the proposal's rationale (kind "refused") and counted on
+    the run, never written into a file. A directive is shown as said; a
+    secret or personal data only by its class and category."""
+
+    kind: str  # directive | personal | secret
+    category: str  # the directive's act, the personal data's category, the secret's rule
+    file: str  # the file it was meant for
+    evidence: tuple[int, ...]
+    summary: str
+    reason: str
+    rule: str = ""
+
+    def as_rationale(self) -> dict[str, object]:
+        return {"kind": "refused", "file": self.file, "summary": self.summary, "reason": self.reason,
+                "evidence": list(self.evidence), "before": None, "after": None, "class": self.kind,
+                "category": self.category}
+
+    def as_count(self) -> dict[str, object]:
+        return {"ids": list(self.evidence), "class": self.kind, "category": self.category, "rule": self.rule,
+                "file": self.file}
 
 
 @dataclass
@@ -105,6 +137,10 @@ class BackendResult:
     # are templates around text the scanner has already passed (log entries
     # at gather, file entries when written), so they are not scanned again.
     model_written: bool = False
+    # Candidates the classifier refused (directives, personal data, secrets).
+    refused: list[Refusal] = field(default_factory=list)
+    # Whether the token counts are estimates (the server reported no usage).
+    estimated: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +151,7 @@ class RunLimits:
     run_ceiling_usd: Decimal | None = None  # what one run may cost at most
     profile: str = ""  # the agent's SOUL.md and ABOUT.md, for relevance
     encoding: str = "o200k_base"
+    pii_policy: str = "flag"  # the workspace's: allow | flag | refuse
 
 
 class BackendError(Exception):

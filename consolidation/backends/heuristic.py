@@ -2,33 +2,44 @@
 
 Rules, applied in this order (same input, same output):
 
-1. Promote. A `note` log entry (the agent's own learning) and an explicit
-   user directive become candidate entries, written as third-person
-   directives ("Prefers email for routine updates."), never as chat
-   fragments; see consolidation.directives for the patterns (English,
-   German, Spanish, French). Relative dates are resolved against the time
-   the log entry was written ("until Friday" → "until 2026-12-04"). A user
-   or note entry in another language is reported as not understood.
-2. Merge. A candidate that says what an entry says (the same key words
-   after normalisation: subjects, fillers, stemming and a few synonyms, see
-   consolidation.text) confirms that entry instead of adding a second one;
-   the `merge` change cites the evidence of both. Duplicates already in a
-   file are merged too (the earlier one is kept). A first-person entry
-   confirmed by a directive takes the directive's wording.
-3. Supersede. A candidate replaces an entry in place only when both fill
-   the same slot: the same single-valued fact ("Lives in …", "Name is …"),
-   the same words with the opposite polarity ("Always/Never use tabs"), the
-   newer one ruling the older out ("Use pnpm, not npm"), or the same
-   predicate and qualifier with another value of one kind (email → Slack
-   "for routine updates"). "Email for routine updates" and "a phone call for
-   urgent updates" are two slots, so both stay.
-4. Contradictions. Where an agent note and a user statement disagree about
+1. Read. A `note` log entry (the agent's own learning) and a user's
+   sentence (cut by pysbd, so "Dr. Weber" and "z. B." do not end one)
+   become candidate entries, written as third-person directives ("Prefers
+   email for routine updates."), never as chat fragments; see
+   consolidation.directives for the patterns (English, German, Spanish,
+   French), corrections after a lead-in word included. Dates are resolved
+   against the time the log entry was written, in the user's time zone
+   when USER.md states one ("until Friday" → "until 2026-12-04", "next
+   Friday" → "on 2026-12-11"). An entry in another language is reported as
+   not understood (and read by the llm backend when configured).
+2. Classify. Every candidate, and every sentence that asks to be kept,
+   passes consolidation.classify: an instruction aimed at the agent,
+   personal data of a special category (unless the workspace allows it,
+   then masked) and secrets are refused and shown to the reviewer;
+   questions and chat are dropped.
+3. Merge. A candidate that says what an entry says (the same key words
+   after normalisation, see consolidation.text) confirms that entry instead
+   of adding a second one, in either file; the `merge` change cites the
+   evidence of both. Duplicates already in a file are merged too (the
+   earlier one is kept). A first-person entry confirmed by a directive
+   takes the directive's wording.
+4. Supersede. A candidate replaces an entry when both fill the same slot
+   (consolidation.slots: package manager, indentation, time zone, reply
+   language, editor, seat, home, address, manager, account number,
+   appointment time, port …, or the older value ruled out: "4 spaces
+   instead of tabs"), in either file: in place in its own file, or, when
+   the older entry is in the other file, that entry is superseded there
+   citing the newer one. "Email for routine updates" and "a phone call for
+   urgent updates" are two slots, so both stay. A correction that fits no
+   pattern is kept only when it replaces something.
+5. Contradictions. Where an agent note and a user statement disagree about
    one slot, the user's statement is kept and the disagreement is flagged
    for the reviewer (a `conflict` change, or a `supersede` marked as a
    contradiction), never both kept.
-5. Add. Anything else is appended.
-6. Expire. An entry whose stated expiry has passed at the run's time is
-   removed (a candidate already expired is never added).
+6. Add. Anything else is appended.
+7. Expire. An entry whose stated expiry has passed at the run's time is
+   removed (a candidate already expired is never added). A dated event
+   that has passed is rewritten in the past tense by the pipeline.
 
 The cap is not this backend's business: the pipeline's compress pass makes
 an over-cap file fit without losing a fact.
@@ -39,16 +50,16 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from decimal import Decimal
 
-from consolidation import dates, directives, text
+from consolidation import classify, dates, directives, language, slots, text
 from consolidation import entries as md
-from consolidation.backends.base import BackendResult, Change, FileState, RunLimits, Signal
+from consolidation.backends.base import BackendResult, Change, FileState, Refusal, RunLimits, Signal
 from consolidation.directives import MEMORY, USER
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _REDACTED = "[REDACTED:"
+_REDACTED_MARK = re.compile(r"\[REDACTED:[\w-]+\]")
 # Facts that hold one value at a time, as directives read them.
 _SINGLE_VALUED = {
     "name": re.compile(r"^(?:(?:first\s+|preferred\s+|nick)?name\s+(?:is|ist)|wants\s+to\s+be\s+called|call\s+me|"
@@ -95,6 +106,7 @@ def _values(entry: str) -> dict[str, set[str]]:
     return found
 
 
+@functools.lru_cache(maxsize=8192)
 def _lead(entry: str) -> str | None:
     for word in text.tokens(entry):
         if word in text.FILLERS or word in text.NEGATIONS or word in text.SUBJECTS:
@@ -112,7 +124,10 @@ def _single_valued(entry: str) -> str | None:
 
 @functools.lru_cache(maxsize=8192)
 def same_slot(old: str, new: str) -> str | None:
-    """Why `new` replaces `old`, or None when both can stand (see rule 3)."""
+    """Why `new` replaces `old`, or None when both can stand (see rule 4)."""
+    found = slots.supersedes(old, new)
+    if found is not None:
+        return found
     slot = _single_valued(new)
     if slot is not None and _single_valued(old) == slot:
         return f"both give the {slot}; a person has one at a time"
@@ -144,30 +159,59 @@ class Candidate:
     signal: Signal
     why: str
     language: str
+    said: str = ""  # the sentence it was read from
+    correction: bool = False
+    conditional: bool = False  # kept only if it replaces an entry of the same slot
 
 
-def extract(signal: Signal, language: str | None = None) -> list[Candidate]:
+# A sentence that asks to be kept (remember, a standing rule, an order to
+# the agent): if the classifier refuses it, the reviewer is told.
+_INTENT = re.compile(
+    r"\b(?:remember|don't\s+forget|keep\s+in\s+mind|always|never|from\s+now\s+on|going\s+forward|whenever|"
+    r"every\s+time|if\s+i\s+ever|when\s+i\s+(?:say|ask)|you\s+(?:can|may|should|must)|just|please|my\s+\w+|"
+    r"merk|vergiss|immer|nie|ab\s+jetzt|ab\s+sofort|künftig|recuerda|siempre|nunca|a\s+partir\s+de\s+ahora|"
+    r"rappelle|souviens|toujours|jamais|désormais|dorénavant)\b",
+    re.IGNORECASE,
+)
+
+
+def extract(signal: Signal, language_code: str | None = None, *, tz: tzinfo | None = None) -> list[Candidate]:
     """The candidate entries one log entry offers (none for chat, assistant
-    turns and tool output, which are never promoted)."""
+    turns and tool output, which are never promoted). A user sentence that
+    yields no candidate but asks to be kept is offered as it was said, so
+    that the classifier can refuse it in the open."""
     if signal.role not in ("note", "user"):
         return []
-    language = language or directives.detect_language(signal.content)
+    lang = language_code or directives.detect_language(signal.content)
     found: list[Candidate] = []
     if signal.role == "note":
         pieces = [line for line in md.parse(signal.content) if not md.is_heading(line)]
         for line in pieces:
-            directive = directives.from_note(line, language=language)
+            directive = directives.from_note(line, language=lang)
             if directive is not None:
-                found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})"))
+                found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})", line, tz))
     else:
-        for sentence in _SENTENCE.split(signal.content):
+        for sentence in language.sentences(signal.content, lang if lang in language.SUPPORTED else "en"):
+            if _REDACTED in sentence and _INTENT.search(sentence):
+                # Asked to keep something the scanner redacted at insert (a
+                # card number, a password): refused in the open, by rule.
+                found.append(Candidate(_REDACTED_MARK.search(sentence).group(0), USER, signal,  # type: ignore[union-attr]
+                                       f"said by the user (log entry {signal.id})", lang, said=sentence,
+                                       conditional=True))
             sentence = _without_redacted(sentence)
-            directive = directives.from_user(sentence.strip(), language=language)
+            directive = directives.from_user(sentence.strip(), language=lang)
             if directive is not None:
-                found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})"))
+                found.append(_candidate(directive, signal, f"{directive.why} (log entry {signal.id})", sentence, tz))
+            elif sentence.strip() and not sentence.rstrip().endswith("?") and _INTENT.search(sentence):
+                as_said = directives.finish(sentence)
+                if as_said:
+                    found.append(Candidate(as_said, USER, signal, f"said by the user (log entry {signal.id})",
+                                           lang, said=sentence, conditional=True))
     # One word ("Remember me?") is not a fact worth an entry, and a secret the
-    # scanner redacted stays out of memory together with what was said about it.
-    return [c for c in found if len(text.tokens(c.text)) >= 2 and _REDACTED not in c.text]
+    # scanner redacted stays out of memory together with what was said about
+    # it (its marker alone goes on, for the classifier to refuse in the open).
+    return [c for c in found if (len(text.tokens(c.text)) >= 2 and _REDACTED not in c.text)
+            or _REDACTED_MARK.fullmatch(c.text)]
 
 
 _CLAUSE = re.compile(r",\s+(?:and|but|also)\s+|;\s+|,\s+(?=(?:my|i|the)\b)", re.IGNORECASE)
@@ -183,17 +227,21 @@ def _without_redacted(sentence: str) -> str:
     return ", ".join(clauses)
 
 
-def _candidate(directive: directives.Directive, signal: Signal, why: str) -> Candidate:
-    entry = dates.resolve_relative(directive.text, at=signal.created_at, language=directive.language)
-    return Candidate(entry, directive.target, signal, why, directive.language)
+def _candidate(directive: directives.Directive, signal: Signal, why: str, said: str, tz: tzinfo | None) -> Candidate:
+    entry = dates.resolve_relative(directive.text, at=signal.created_at, language=directive.language, tz=tz)
+    return Candidate(entry, directive.target, signal, why, directive.language, said=said,
+                     correction=directive.correction, conditional=directive.conditional)
 
 
 def understood(signal: Signal) -> tuple[bool, str]:
-    """Whether the heuristic can read this log entry at all, and its language."""
+    """Whether the heuristic can read this log entry at all, and its language
+    (an ISO 639-1 code for one it cannot read)."""
     if signal.role not in ("note", "user"):
         return True, ""
-    language = directives.detect_language(signal.content)
-    return language != "other", language
+    code = language.detect(signal.content)
+    if code in language.SUPPORTED or code == "unknown":
+        return True, code
+    return False, code
 
 
 _FIRST_PERSON_ENTRY = re.compile(r"^(?:i|i'm|i’m|i'd|i’d|my|ich|mein|yo|mi|je|j['’]|mon|ma)\b", re.IGNORECASE)
@@ -211,6 +259,10 @@ class _Item:
         return md.is_heading(self.text)
 
 
+def _other(kind: str) -> str:
+    return MEMORY if kind == USER else USER
+
+
 class HeuristicBackend:
     name = "heuristic"
 
@@ -218,22 +270,41 @@ class HeuristicBackend:
         self, *, agent_slug: str, files: dict[str, FileState], signals: list[Signal], now: datetime,
         limits: RunLimits | None = None,
     ) -> BackendResult:
+        policy = limits.pii_policy if limits is not None else "flag"
         changes: list[Change] = []
+        refused: list[Refusal] = []
         items = {
             kind: [_Item(entry, (0, i), list(state.evidence_of(i))) for i, entry in enumerate(state.entries)]
             for kind, state in files.items()
         }
         for kind in items:
             items[kind] = self._merge_existing(kind, items[kind], changes)
+        tz = dates.user_timezone(files[USER].entries) if USER in files else None
         not_understood: list[dict[str, object]] = []
         for signal in sorted(signals, key=lambda s: s.id):
-            readable, language = understood(signal)
+            readable, code = understood(signal)
             if not readable:
-                not_understood.append({"id": signal.id, "language": "other"})
+                not_understood.append({"id": signal.id, "language": code or "other"})
                 continue
-            for candidate in extract(signal, language):
-                if candidate.file in items and candidate.text:
-                    self._absorb(candidate, items[candidate.file], changes, now)
+            for candidate in extract(signal, code or None, tz=tz):
+                if candidate.file not in items or not candidate.text:
+                    continue
+                verdict = classify.classify(candidate.text, file=candidate.file, language=candidate.language,
+                                            policy=policy, said=candidate.said)
+                if verdict.refused:
+                    refused.append(Refusal(
+                            kind=verdict.kind, category=verdict.category, file=candidate.file,
+                        evidence=(signal.id,), summary=classify.refusal_summary(verdict, text=candidate.text),
+                        reason=verdict.reason, rule=verdict.rule))
+                    continue
+                if verdict.kind == classify.CHIT_CHAT:
+                    continue
+                if candidate.conditional and not candidate.correction:
+                    continue  # said with intent, but neither a fact nor refused: chat
+                kept = Candidate(verdict.text, candidate.file, signal,
+                                 f"{candidate.why}; {verdict.reason}" if verdict.special else candidate.why,
+                                 candidate.language, candidate.said, candidate.correction, candidate.conditional)
+                self._absorb(kept, items, changes, now)
         for kind in items:
             items[kind] = self._expire(kind, items[kind], changes, now)
         return BackendResult(
@@ -244,6 +315,7 @@ class HeuristicBackend:
             tokens_out=0,
             cost_usd=Decimal("0"),
             not_understood=not_understood,
+            refused=_unique(refused),
         )
 
     # --- the rules -------------------------------------------------------------------
@@ -269,23 +341,33 @@ class HeuristicBackend:
             ))
         return kept
 
-    def _absorb(self, candidate: Candidate, items: list[_Item], changes: list[Change], now: datetime) -> None:
+    def _absorb(self, candidate: Candidate, items: dict[str, list[_Item]], changes: list[Change],
+                now: datetime) -> None:
         kind, new_text, log_id, role = candidate.file, candidate.text, candidate.signal.id, candidate.signal.role
         if dates.is_expired(new_text, now):
             return
-        facts = [item for item in items if not item.is_heading]
-        duplicate = next((item for item in facts if text.same_fact(item.text, new_text)), None)
-        if duplicate is not None:
+        own = items[kind]
+        other_kind = _other(kind)
+        other = items.get(other_kind, [])
+        for pool_kind, pool in ((kind, own), (other_kind, other)):
+            facts = [item for item in pool if not item.is_heading]
+            duplicate = next((item for item in facts if text.same_fact(item.text, new_text)), None)
+            if duplicate is None:
+                continue
+            if candidate.conditional:
+                return  # a correction that says nothing new
             if log_id not in duplicate.evidence:
                 duplicate.evidence.append(log_id)
             duplicate.sources.add(role)
             before = duplicate.text
             if _FIRST_PERSON_ENTRY.match(before) and not _FIRST_PERSON_ENTRY.match(new_text):
                 duplicate.text = new_text  # the directive's wording replaces a chat fragment
+            elif text.subsumes(new_text, before) and pool_kind == kind:
+                duplicate.text = new_text  # the newer statement says all the older one does, and more
             changes.append(Change(
                 kind="merge",
-                file=kind,
-                summary=f"Merge a repeated statement into {kind}: {duplicate.text}",
+                file=pool_kind,
+                summary=f"Merge a repeated statement into {pool_kind}: {duplicate.text}",
                 reason=f'"{new_text}" says again what "{before}" says ({candidate.why}); '
                 "it confirms the entry instead of adding a duplicate.",
                 evidence=tuple(duplicate.evidence),
@@ -293,51 +375,82 @@ class HeuristicBackend:
                 after=duplicate.text,
             ))
             return
-        for item in facts:
+        replaced_here = False
+        superseded_elsewhere: list[tuple[_Item, str, bool]] = []
+        for item in [i for i in own if not i.is_heading]:
             why = same_slot(item.text, new_text)
             if why is None:
                 continue
             if role == "note" and "user" in item.sources:
                 # The user said otherwise in this run: their word stands.
-                changes.append(Change(
-                    kind="conflict",
-                    file=kind,
-                    summary=f'Contradiction: the agent noted "{new_text}", but the user said "{item.text}"',
-                    reason=f"{why}; the user's own statement is kept and the agent's note is not applied. "
-                    "Check which one is right.",
-                    evidence=(*item.evidence, log_id),
-                    flag="contradiction",
-                ))
+                changes.append(_conflict(kind, new_text, item, why, log_id))
                 return
             before, before_sources = item.text, set(item.sources)
             contradiction = (role == "user" and "note" in before_sources) or (role == "note" and item.age[0] == 0)
+            evidence = (log_id,)
             item.text, item.age, item.evidence, item.sources = new_text, (1, log_id), [log_id], {role}
-            reason = f"Replaced in place by a newer statement on the same subject: {why}; {candidate.why}."
-            if contradiction:
-                reason += (" The agent's note and the user's statement disagree here; the user's word is kept."
-                           if role == "user" else
-                           " Only an agent note says so: check it against what the user said.")
             changes.append(Change(
                 kind="supersede",
                 file=kind,
                 summary=f"Supersede in {kind}: {before} → {new_text}",
-                reason=reason,
-                evidence=(log_id,),
+                reason=self._supersede_reason(why, candidate, contradiction, role),
+                evidence=evidence,
                 before=before,
                 after=new_text,
                 flag="contradiction" if contradiction else None,
             ))
+            replaced_here = True
+            break
+        for item in [i for i in other if not i.is_heading]:
+            why = same_slot(item.text, new_text)
+            if why is None:
+                continue
+            if role == "note" and "user" in item.sources:
+                changes.append(_conflict(kind, new_text, item, why, log_id, where=f" ({other_kind})"))
+                return
+            contradiction = (role == "user" and "note" in item.sources) or (role == "note" and item.age[0] == 0)
+            superseded_elsewhere.append((item, why, contradiction))
+        if candidate.conditional and not replaced_here and not superseded_elsewhere:
             return
-        items.append(_Item(new_text, (1, log_id), [log_id], {role}))
+        for item, why, contradiction in superseded_elsewhere:
+            other.remove(item)
+            changes.append(Change(
+                kind="supersede",
+                file=other_kind,
+                summary=f"Supersede in {other_kind}: {item.text} → {new_text} (now in {kind})",
+                reason=self._supersede_reason(why, candidate, contradiction, role)
+                + f' The newer statement is kept in {kind}: "{new_text}".',
+                evidence=tuple(dict.fromkeys((log_id, *item.evidence))),
+                before=item.text,
+                after=None,
+                flag="contradiction" if contradiction else None,
+                replaced_by=new_text,
+                replaced_in=kind,
+            ))
+        if replaced_here:
+            return
+        own.append(_Item(new_text, (1, log_id), [log_id], {role}))
         changes.append(Change(
             kind="add",
             file=kind,
             summary=f"Add to {kind}: {new_text}",
-            reason=f"New: {candidate.why}.",
+            reason=f"New: {candidate.why}."
+            + (f" It replaces {len(superseded_elsewhere)} entry of {other_kind} (see below)."
+               if superseded_elsewhere else ""),
             evidence=(log_id,),
             before=None,
             after=new_text,
         ))
+
+    @staticmethod
+    def _supersede_reason(why: str, candidate: Candidate, contradiction: bool, role: str) -> str:
+        said = " It was said as a correction." if candidate.correction else ""
+        reason = f"Replaced by a newer statement on the same subject: {why}; {candidate.why}.{said}"
+        if contradiction:
+            reason += (" The agent's note and the user's statement disagree here; the user's word is kept."
+                       if role == "user" else
+                       " Only an agent note says so: check it against what the user said.")
+        return reason
 
     def _expire(self, kind: str, items: list[_Item], changes: list[Change], now: datetime) -> list[_Item]:
         kept: list[_Item] = []
@@ -357,6 +470,31 @@ class HeuristicBackend:
                 after=None,
             ))
         return kept
+
+
+def _conflict(kind: str, new_text: str, item: _Item, why: str, log_id: int, where: str = "") -> Change:
+    """The agent's note against what the user said in this run: the user's
+    word stands and the reviewer is told."""
+    return Change(
+        kind="conflict",
+        file=kind,
+        summary=f'Contradiction: the agent noted "{new_text}", but the user said "{item.text}"{where}',
+        reason=f"{why}; the user's own statement is kept and the agent's note is not applied. "
+        "Check which one is right.",
+        evidence=(*item.evidence, log_id),
+        flag="contradiction",
+    )
+
+
+def _unique(refused: list[Refusal]) -> list[Refusal]:
+    seen: set[tuple[str, str, tuple[int, ...]]] = set()
+    found: list[Refusal] = []
+    for refusal in refused:
+        key = (refusal.kind, refusal.category, refusal.evidence)
+        if key not in seen:
+            seen.add(key)
+            found.append(refusal)
+    return found
 
 
 __all__ = ("USER", "MEMORY", "HeuristicBackend", "extract", "same_slot", "understood")

@@ -231,3 +231,142 @@ def scan_pii_uncached(text: str) -> list[Finding]:
     taken += [(f.start, f.end) for f in findings[len(ibans) :]]
     findings += [f for f in _national_ids(normalized) if not any(s <= f.start < e for s, e in taken)]
     return sorted(findings, key=lambda f: (f.start, f.end))
+
+
+# --- special categories of personal data, said in words -------------------------------------------
+#
+# GDPR art. 9 and the data a bank, hospital or law firm must not keep without
+# a reason: health (a diagnosis, an allergy, a condition, a medication, the
+# person's or a relative's), official identifiers named as such ("passport
+# number C01X00T47", which no checksum catches), a relative's contact data
+# (a phone number or address said together with "my sister", "my husband",
+# "emergency contact") and traits the law protects (religion, sexual
+# orientation, ethnicity, political or union membership, biometrics).
+# `scan_personal` reports these together with the checksum formats above,
+# each finding naming its category; consolidation does not promote them
+# unless the workspace's policy allows it, and a proposal carrying one is
+# never approved without the reviewer acknowledging it.
+
+SPECIAL_CATEGORY = {
+    "iban": "bank_account",
+    "payment_card": "payment_card",
+    "national_id": "government_id",
+    "government_id": "government_id",
+    "health": "health",
+    "relative_contact": "relative_contact",
+    "sensitive_trait": "sensitive_trait",
+}
+CATEGORY_LABELS = {
+    "bank_account": "a bank account",
+    "payment_card": "a payment card",
+    "government_id": "an official identifier",
+    "health": "health data",
+    "relative_contact": "a relative's contact data",
+    "sensitive_trait": "a protected trait (beliefs, orientation, origin, membership, biometrics)",
+}
+
+_HEALTH = re.compile(
+    r"\b(?:"
+    # English
+    r"allerg\w*|asthma\w*|diabet\w*|cancer|tumou?rs?|chemo\w*|hiv|hepatitis|epilep\w*|depressi(?:on|ve)|"
+    r"anxiety\s+disorder|adhd|autis\w*|bipolar|schizophren\w*|dementia|alzheimer\w*|parkinson\w*|arthritis|"
+    r"migraines?|pregnan\w*|miscarriage|insulin|medications?|prescriptions?|diagnos\w*|disorders?|diseases?|"
+    r"syndrome|surgery|chemotherapy|blood\s+pressure|hypertension|heart\s+(?:condition|attack|disease)|"
+    r"strokes?|disabilit\w*|wheelchair|colou?r-?blind\w*|deaf|injur\w*|chronic|illness|"
+    r"bad\s+(?:knee|back|hip|leg)|(?:knee|back|hip)\s+(?:is|are)\s+bad|sick\s+leave|"
+    # German
+    r"allergi\w*|krebs\w*|schwanger\w*|medikament\w*|diagnose\w*|krankheit\w*|erkrank\w*|behinder\w*|"
+    r"rollstuhl\w*|therapie\w*|bluthochdruck|migräne|zuckerkrank\w*|krankgeschrieben|"
+    # Spanish
+    r"alérgic\w*|alergia\w*|asma|cáncer|depresión|embarazad\w*|medicament\w*|diagnóstic\w*|enfermedad\w*|"
+    r"discapacidad\w*|silla\s+de\s+ruedas|cirugía|"
+    # French
+    r"allergique\w*|asthme|diabète\w*|dépression|enceinte|médicament\w*|maladie\w*|handicap\w*|"
+    r"fauteuil\s+roulant|chirurgie"
+    r")\b",
+    re.IGNORECASE,
+)
+_OFFICIAL_ID = re.compile(
+    r"\b(?P<what>passport(?:\s+(?:number|no\.?|#))?|(?:reise)?pass(?:nummer)?|(?:personal)?ausweis(?:nummer)?|"
+    r"pasaporte|passeport|carte\s+d['’]identité|dni|nie|nif|national\s+insurance(?:\s+number)?|"
+    r"social\s+security(?:\s+number)?|ssn|tax\s+id|steuer-?id|steuernummer|"
+    r"driver['’]?s\s+licen[cs]e(?:\s+number)?|führerschein(?:nummer)?|(?:health\s+)?insurance\s+(?:number|id)|"
+    r"versichertennummer|krankenversicherungsnummer|número\s+de\s+(?:la\s+)?seguridad\s+social|"
+    r"numéro\s+de\s+sécurité\s+sociale|codice\s+fiscale|id\s+(?:card\s+)?number)\b"
+    r"[^.\n]{0,20}?(?P<value>\b[A-Z0-9](?:[A-Z0-9 -]{3,22}[A-Z0-9])\b)",
+    re.IGNORECASE,
+)
+_RELATIVE = re.compile(
+    r"\b(?:mother|mom|mum|father|dad|sister|brother|son|daughter|husband|wife|spouse|partner|child|children|kids?|"
+    r"grand(?:mother|father|ma|pa|son|daughter)|aunt|uncle|cousin|niece|nephew|parents?|family|"
+    r"emergency\s+contact|next\s+of\s+kin|"
+    r"mutter|mama|vater|papa|schwester|bruder|sohn|tochter|ehemann|ehefrau|mann|frau|partnerin|kinder?|"
+    r"oma|opa|tante|onkel|notfallkontakt|"
+    r"madre|padre|hermana|hermano|hijo|hija|esposo|esposa|marido|mujer|abuel[oa]|tí[oa]|prim[oa]|"
+    r"contacto\s+de\s+emergencia|"
+    r"mère|père|sœur|soeur|frère|fils|fille|mari|femme|épouse|époux|grand-(?:mère|père)|oncle|cousine?|"
+    r"contact\s+d['’]urgence)\b",
+    re.IGNORECASE,
+)
+_CONTACT = re.compile(
+    r"(?:\+|\b)\d[\d ()./-]{5,}\d\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+)
+_TRAIT = re.compile(
+    r"\b(?:religio\w*|muslim|jewish|catholic|christian|hindu|buddhist|atheist|sexual\s+orientation|gay|lesbian|"
+    r"bisexual|transgender|ethnic\w*|trade\s+union|union\s+member\w*|political\s+party|party\s+member\w*|"
+    r"fingerprints?|biometric\w*|genetic\w*|"
+    r"gewerkschaft\w*|religiös\w*|sindicato|religión|syndicat|religieu\w*)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?;\n]")
+
+
+def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
+    after = _SENTENCE_END.search(text, end)
+    return (before[-1] if before else 0), (after.start() if after else len(text))
+
+
+def _relative_contacts(text: str) -> Iterator[Finding]:
+    for match in _CONTACT.finditer(text):
+        digits = sum(ch.isdigit() for ch in match.group())
+        if "@" not in match.group() and digits < 7:
+            continue
+        lo, hi = _sentence_around(text, match.start(), match.end())
+        if _RELATIVE.search(text, lo, hi):
+            yield Finding(rule="relative_contact", category=CATEGORY,
+                          detail="Text contains a relative's contact data (a phone number or e-mail address said "
+                          "with a family member or an emergency contact).", start=match.start(), end=match.end())
+
+
+def _official_ids(text: str, taken: list[tuple[int, int]]) -> Iterator[Finding]:
+    for match in _OFFICIAL_ID.finditer(text):
+        value = match.group("value")
+        if sum(ch.isdigit() for ch in value) < 3:
+            continue
+        start, end = match.start("value"), match.end("value")
+        if any(s <= start < e for s, e in taken):
+            continue
+        yield Finding(rule="government_id", category=CATEGORY,
+                      detail=f"Text contains an official identifier ({' '.join(match.group('what').split())}).",
+                      start=start, end=end)
+
+
+def scan_personal_uncached(text: str) -> list[Finding]:
+    """Every special category of personal data in `text`: the checksum
+    formats of `scan_pii_uncached` and the ones said in words, in order.
+    Each finding's rule is a key of SPECIAL_CATEGORY."""
+    normalized = normalize(text)
+    findings = scan_pii_uncached(text)
+    taken = [(f.start, f.end) for f in findings]
+    findings += list(_official_ids(normalized, taken))
+    taken = [(f.start, f.end) for f in findings]
+    findings += [f for f in _relative_contacts(normalized) if not any(s <= f.start < e for s, e in taken)]
+    for pattern, rule, detail in (
+        (_HEALTH, "health", "Text contains health data ({word})."),
+        (_TRAIT, "sensitive_trait", "Text mentions a protected trait ({word})."),
+    ):
+        for match in pattern.finditer(normalized):
+            findings.append(Finding(rule=rule, category=CATEGORY, detail=detail.format(word=match.group().lower()),
+                                    start=match.start(), end=match.end()))
+    return sorted(findings, key=lambda f: (f.start, f.end))

@@ -122,6 +122,7 @@ from memoryhub.services.proposals import (
     rebase_proposal,
     reject_proposal,
     revise_proposal,
+    special_categories,
     unclaim_proposal,
     withdraw_proposal,
 )
@@ -191,3 +192,4 @@ __all__ += ["COUNT_LABELS", "ERASE_ROLES", "NothingToErase", "count_lines", "era
             "redact_expired_logs", "retention_status"]
 __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
             "unclaim_proposal"]
+__all__ += ["special_categories"]

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors, merge, risk
+from memoryhub import errors, merge, risk, scanner
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -29,6 +29,7 @@ from memoryhub.models import (
     Source,
     Workspace,
 )
+from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
 from memoryhub.services.access import (
     ADMIN_ROLES,
     REVIEW_ROLES,
@@ -85,6 +86,7 @@ def create_proposal(
         check_safe(content)
     if pii is None:
         pii = check_pii(agent=agent, content=content)
+    pii = with_special_categories(pii, content)
     tags = risk.tags_for(kind=kind, old=base_content, new=content, pii=pii)
     proposal = Proposal.objects.create(
         agent=agent,
@@ -125,6 +127,42 @@ def create_proposal(
                  **({"pii": [f["rule"] for f in pii]} if pii else {})},
     )
     return proposal
+
+
+def with_special_categories(pii: list[dict[str, Any]], content: str) -> list[dict[str, Any]]:
+    """The workspace policy's PII findings, plus every special category of
+    personal data the proposed text carries (health, official ids, cards
+    and bank accounts, relatives' contact data, protected traits; the
+    scanner's `scan_personal`), whatever the policy: each marked `special`
+    with its category, so approval asks for an acknowledgement. Never the
+    value itself: the details describe, they do not quote."""
+    special = [{"rule": f.rule, "detail": f.detail, "special": True,
+                "category": SPECIAL_CATEGORY.get(f.rule, f.rule)}
+               for f in (scanner.scan_personal(content) if content else [])]
+    known = {(item["rule"], item["detail"]) for item in special}
+    rest = [dict(item) for item in pii if (item.get("rule"), item.get("detail")) not in known]
+    for item in rest:
+        if (category := SPECIAL_CATEGORY.get(str(item.get("rule")))) is not None:
+            item.update(special=True, category=category)
+    return special + rest
+
+
+def special_categories(proposal: Proposal) -> list[str]:
+    """The special categories of personal data a proposal carries, in order."""
+    return list(dict.fromkeys(str(item.get("category")) for item in proposal.pii or []
+                              if isinstance(item, dict) and item.get("special")))
+
+
+def _check_personal_data(proposal: Proposal, acknowledged: bool) -> list[str]:
+    categories = special_categories(proposal)
+    if categories and not acknowledged:
+        labels = ", ".join(CATEGORY_LABELS.get(c, c) for c in categories)
+        raise errors.PersonalDataUnacknowledged(
+            f"This proposal carries personal data of a special category ({labels}). Approve it only if the agent "
+            "needs it to do its work, and say so: tick the acknowledgement (acknowledge_personal_data: true).",
+            categories=categories,
+        )
+    return categories
 
 
 def _username(user: Any) -> str:
@@ -344,14 +382,17 @@ def _check_batchable(proposal: Proposal, batch: str | None) -> None:
 
 
 def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reason_code: Any = "",
-                     batch: str | None = None) -> Proposal:
+                     batch: str | None = None, acknowledge_personal_data: bool = False) -> Proposal:
     """Apply a pending proposal as a new version, in one transaction, only if
     the file is still at the proposal's base version; otherwise mark it stale
     (that mark commits) and raise StaleProposal. A high-risk proposal obeys
     the workspace's `high_risk_approval` rule: an admin only, or a first
     approval that a second, different reviewer completes. The returned
     proposal carries `stale_siblings`: the same file's pending proposals this
-    approval made stale. `batch` names the bulk decision it belongs to."""
+    approval made stale. `batch` names the bulk decision it belongs to. A
+    proposal carrying personal data of a special category needs
+    `acknowledge_personal_data` (recorded in the audit event), never a
+    silent click."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         proposal = _lock_file_then_proposal(proposal_id)
@@ -369,7 +410,7 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reas
         else:
             _check_batchable(proposal, batch)
             applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment, reason_code=code,
-                                      batch=batch)
+                                      batch=batch, acknowledge=bool(acknowledge_personal_data))
             if applied is None:
                 return proposal
             stale = applied
@@ -403,7 +444,7 @@ def _high_risk_rule(*, proposal: Proposal, reviewer: Any) -> str:
 
 
 def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_code: str = "",
-                    batch: str | None = None) -> errors.StaleProposal | None:
+                    batch: str | None = None, acknowledge: bool = False) -> errors.StaleProposal | None:
     agent = proposal.agent
     file = lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
     current = file.version if file else 0
@@ -423,7 +464,11 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
     check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
     check_safe(proposal.proposed_content)
     check_pii(agent=agent, content=proposal.proposed_content)
-    batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {})}
+    # After the policy: content the workspace refuses is refused, whatever
+    # the reviewer acknowledges.
+    acknowledged = _check_personal_data(proposal, acknowledge)
+    batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
+                                     **({"personal_data_acknowledged": acknowledged} if acknowledged else {})}
     if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
         proposal.first_approved_by = reviewer
         proposal.first_approved_by_username = _username(reviewer)

@@ -242,7 +242,8 @@ def test_it_reads_preferences_in_german_spanish_and_french_and_reports_other_lan
 
     assert result.files["USER.md"] == ["Bevorzugt E-Mails für Routine-Updates.", "Vive en Madrid.",
                                        "Préfère les réponses courtes."]
-    assert result.not_understood == [{"id": 4, "language": "other"}, {"id": 5, "language": "other"}]
+    # lingua names the language the heuristic cannot read.
+    assert result.not_understood == [{"id": 4, "language": "it"}, {"id": 5, "language": "ja"}]
 
 
 def test_it_never_adds_an_already_expired_directive() -> None:

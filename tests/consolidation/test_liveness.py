@@ -305,3 +305,77 @@ def test_a_near_cap_file_that_did_not_change_is_not_run_again() -> None:
     assert due(timezone.now() + timedelta(days=2)) == []
     core.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- " + "y" * 84 + "\n")
     assert due(timezone.now() + timedelta(days=2)) == [(agent.pk, "u1")]
+
+
+# --- backlogs: read to the end, never waiting for new sessions ----------------------------------------
+
+
+def backlog(agent: Any, user_ref: str, entries: int) -> list[LogEntry]:
+    """`entries` log entries of chat and tool output, with facts at the start,
+    the middle and the very end."""
+    rows: list[tuple[str, str]] = [("user", "Remember that I prefer Markdown tables for reports.")]
+    for i in range(entries - 3):
+        rows.append(("tool", f"report {i}: 312 rows") if i % 2 else ("user", f"Next one: report {i}, please."))
+        if len(rows) == entries // 2:
+            rows.append(("note", "Nightly ETL job runs at 02:00 UTC"))
+    rows.append(("user", "Remember that my team lead is Marta Ruiz."))
+    return log(agent, user_ref, *rows)
+
+
+def test_a_thousand_entry_backlog_is_read_in_one_run_that_makes_one_proposal_per_file() -> None:
+    # Today's hole: 500 read, then the pair waited for 5 more sessions.
+    agent = AgentFactory()
+    rows = backlog(agent, "u1", 1000)
+
+    run = run_now(agent)
+
+    assert run.status == RunStatus.SUCCEEDED and run.counts["gather"]["entries"] == 1000
+    assert run.high_water_mark == rows[-1].pk and "unread_left" not in run.counts
+    proposals = {p.kind: p.proposed_content for p in run.proposals.all()}
+    assert proposals == {"USER.md": "- Prefers Markdown tables for reports.\n- Team lead is Marta Ruiz.\n",
+                         "MEMORY.md": "- Nightly ETL job runs at 02:00 UTC.\n"}
+    assert not ConsolidationRun.objects.filter(status=RunStatus.QUEUED).exists()
+
+
+def test_queries_per_run_do_not_grow_with_the_log(django_assert_max_num_queries: Any) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counted = []
+    for size in (40, 1000):
+        agent = AgentFactory()
+        backlog(agent, "u1", size)
+        run, _ = services.trigger_run(agent=agent, user_ref="u1")
+        assert services.claim_run(run_id=run.pk)
+        with CaptureQueriesContext(connection) as queries:
+            services.execute_run(run_id=run.pk)
+        counted.append(len(queries.captured_queries))
+    assert counted[0] == counted[1], counted
+
+
+def test_a_backlog_longer_than_a_run_holds_is_continued_at_once(monkeypatch: Any) -> None:
+    from consolidation import pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_SIGNALS_PER_RUN", 100)
+    agent = AgentFactory()
+    rows = backlog(agent, "u1", 250)
+
+    first = run_now(agent)
+
+    assert first.status == RunStatus.SUCCEEDED and first.counts["gather"] == {**first.counts["gather"],
+                                                                            "entries": 100, "backlog": True}
+    assert "more than 100 log entries" in first.counts["unread_left"]
+    [follow] = ConsolidationRun.objects.filter(status=RunStatus.QUEUED)
+    assert (follow.trigger, follow.user_ref) == ("gate", "u1")
+    assert services.claim_run(run_id=follow.pk)
+    services.execute_run(run_id=follow.pk)
+    [last] = ConsolidationRun.objects.filter(status=RunStatus.QUEUED)
+    assert services.claim_run(run_id=last.pk)
+    services.execute_run(run_id=last.pk)
+    last.refresh_from_db()
+    assert last.high_water_mark == rows[-1].pk and "unread_left" not in last.counts
+    # One live proposal per file: each run built on the one before.
+    pending = Proposal.objects.filter(agent=agent).pending()
+    assert {p.kind for p in pending} == {"USER.md", "MEMORY.md"} and pending.count() == 2
+    assert "Marta Ruiz" in pending.get(kind="USER.md").proposed_content
+    assert "Markdown tables" in pending.get(kind="USER.md").proposed_content

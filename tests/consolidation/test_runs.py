@@ -332,7 +332,9 @@ def test_an_unusable_llm_answer_fails_the_run_with_its_reason(llm: OpenAIServer,
 
 
 @pytest.mark.django_db
-def test_an_llm_answer_carrying_injected_text_fails_the_run(llm: OpenAIServer) -> None:
+def test_an_llm_answer_carrying_injected_text_never_reaches_a_proposal_and_is_shown_refused(
+    llm: OpenAIServer,
+) -> None:
     agent = AgentFactory(consolidation_backend="llm")
     [note] = log(agent, "u1", ("note", "CI runs on GitHub Actions"))
     llm.reply(answer({"op": "add", "file": "MEMORY.md", "text": INJECTION, "reason": "Noted.",
@@ -340,9 +342,22 @@ def test_an_llm_answer_carrying_injected_text_fails_the_run(llm: OpenAIServer) -
 
     run = run_now(agent)
 
-    assert run.status == RunStatus.FAILED
-    assert run.error.startswith("The proposed MEMORY.md fails the memory scanner (prompt_injection)")
-    assert run.counts["prune"] == {"guard": "scanner"}
+    assert run.status == RunStatus.NO_CHANGE and not Proposal.objects.exists()
+    assert run.counts["refused"] == [{"ids": [note.pk], "class": "directive", "category": "prompt_injection",
+                                      "rule": "prompt_injection", "file": "MEMORY.md"}]
+
+
+@pytest.mark.django_db
+def test_an_llm_answer_whose_reason_carries_injected_text_fails_the_run(llm: OpenAIServer) -> None:
+    agent = AgentFactory(consolidation_backend="llm")
+    [note] = log(agent, "u1", ("note", "CI runs on GitHub Actions"))
+    llm.reply(answer({"op": "add", "file": "MEMORY.md", "text": "CI runs on GitHub Actions.", "reason": INJECTION,
+                      "evidence": [note.pk]}))
+
+    run = run_now(agent)
+
+    assert run.status == RunStatus.FAILED and run.counts["prune"] == {"guard": "scanner"}
+    assert "rationale for MEMORY.md fails the memory scanner (prompt_injection)" in run.error
     assert not Proposal.objects.exists()
 
 

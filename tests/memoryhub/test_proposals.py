@@ -7,7 +7,7 @@ import pytest
 
 from memoryhub import errors, services
 from memoryhub.merge import has_conflict_markers
-from memoryhub.models import Proposal, ProposalStatus, Role, Source
+from memoryhub.models import AuditEvent, Proposal, ProposalStatus, Role, Source
 from tests.factories import AgentFactory, staff
 
 pytestmark = pytest.mark.django_db
@@ -153,3 +153,50 @@ def test_a_rollback_is_not_rebased(agent, reviewer):
 
     with pytest.raises(errors.Invalid, match="not rebased"):
         services.rebase_proposal(proposal_id=rollback.pk, reviewer=reviewer)
+
+
+# --- personal data of a special category ---------------------------------------------------------
+
+
+def test_a_proposal_carrying_special_personal_data_is_never_approved_silently(agent, reviewer):
+    # Today's hole: a proposal with a government id, a card, a relative's
+    # phone and a family member's diagnosis carried a `pii` tag and approving
+    # it succeeded. Now each category is recorded, and approval needs an
+    # acknowledgement, which the audit trail keeps.
+    services.write_memory(agent=agent, kind="USER.md", user_ref="u1", content="- Prefers email.\n")
+    proposal = services.propose_change(
+        agent=agent, kind="USER.md", user_ref="u1", source=Source.CONSOLIDATION, reason="r",
+        content="- Prefers email.\n- Passport number is C01X00T47.\n- IBAN DE89 3704 0044 0532 0130 00.\n"
+                "- Sister's number +33 6 12 34 56 78.\n- Son has asthma.\n")
+
+    assert services.special_categories(proposal) == ["government_id", "bank_account", "relative_contact", "health"]
+    assert "pii" in proposal.risk_tags
+    assert not any("C01X00T47" in item["detail"] or "3704" in item["detail"] for item in proposal.pii)
+    with pytest.raises(errors.PersonalDataUnacknowledged) as refused:
+        services.approve_proposal(proposal_id=proposal.pk, reviewer=reviewer)
+    assert refused.value.status == 409 and "health data" in refused.value.detail
+    assert Proposal.objects.get(pk=proposal.pk).status == ProposalStatus.PENDING
+
+    approved = services.approve_proposal(proposal_id=proposal.pk, reviewer=reviewer, acknowledge_personal_data=True)
+
+    assert approved.status == ProposalStatus.APPROVED
+    event = AuditEvent.objects.filter(action="proposal.approve").latest("id")
+    assert event.details["personal_data_acknowledged"] == ["government_id", "bank_account", "relative_contact",
+                                                           "health"]
+
+
+def test_special_categories_are_recorded_whatever_the_workspace_policy(agent, reviewer):
+    agent.workspace.pii_policy = "allow"
+    agent.workspace.save()
+
+    proposal = services.propose_change(agent=agent, kind="USER.md", user_ref="u2", source=Source.CONSOLIDATION,
+                                       reason="r", content="- Is diabetic; needs sugar-free meals.\n")
+
+    assert services.special_categories(proposal) == ["health"]
+    with pytest.raises(errors.PersonalDataUnacknowledged):
+        services.approve_proposal(proposal_id=proposal.pk, reviewer=reviewer)
+
+
+def test_a_proposal_without_special_personal_data_needs_no_acknowledgement(proposal, reviewer):
+    assert services.special_categories(proposal) == []
+    assert services.approve_proposal(proposal_id=proposal.pk, reviewer=reviewer).status == ProposalStatus.APPROVED

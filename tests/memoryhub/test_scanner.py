@@ -747,6 +747,8 @@ KNOWN_VERSIONS = {
     # Issue 19: the structure model, decode-and-rescan, markup exfiltration,
     # card numbers, named secrets, every PEM block, JWT forms, Hangul fillers.
     "2026.12.3": "582a60be543ff45b",
+    # Issue 20: special categories of personal data in words (pii.scan_personal).
+    "2026.12.4": "7ac2c48638785958",
 }
 
 

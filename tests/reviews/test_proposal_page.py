@@ -234,3 +234,19 @@ def test_the_history_link_encodes_the_user(agent, reviewer):
     assert f'href="/agents/{agent.slug}/files/MEMORY.md/history/?user=a%26b%3Dc+d"' in page
     history = login(reviewer).get(f"/agents/{agent.slug}/files/MEMORY.md/history/?user=a%26b%3Dc+d")
     assert history.status_code == 200 and "a&amp;b=c d" in history.content.decode()
+
+
+def test_the_approve_form_asks_for_an_acknowledgement_of_special_personal_data() -> None:
+    agent = AgentFactory()
+    reviewer = staff(agent.workspace, Role.REVIEWER)
+    proposal = services.propose_change(agent=agent, kind="USER.md", user_ref="u1", source=Source.CONSOLIDATION,
+                                       reason="r", content="- Is allergic to penicillin.\n")
+    client = login(reviewer)
+
+    page = client.get(url(proposal)).content.decode()
+    refused = client.post(url(proposal), {"action": "approve"}, **HTMX).content.decode()
+    approved = client.post(url(proposal), {"action": "approve", "acknowledge_personal_data": "1"}, **HTMX)
+
+    assert 'name="acknowledge_personal_data"' in page and "health data" in page
+    assert "personal data of a special category" in refused and "Not done." in refused
+    assert approved.status_code == 200 and Proposal.objects.get(pk=proposal.pk).status == ProposalStatus.APPROVED
