@@ -292,6 +292,13 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         # that: one plain note, so the 200 never depends on its luck.
         examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]},
                                        body={"content": "- Rides a gravel bike now."}, media_type="application/json"))
+    if operation.path == "/api/v1/memory/claude-memory":
+        # Claude's memory tool: its directory view, and one line added.
+        examples.append(operation.Case(query={"user": USERS[0]}, body={"command": "view", "path": "/memories"},
+                                       media_type="application/json"))
+        examples.append(operation.Case(query={"user": USERS[0]}, media_type="application/json",
+                                       body={"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0,
+                                             "insert_text": "- Rides a gravel bike now."}))
     if operation.path.endswith("/versions"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))

@@ -30,6 +30,7 @@ from memoryhub_client.errors import (
     Withheld,
 )
 from memoryhub_client.models import (
+    ClaudeMemoryResult,
     Context,
     LogAppended,
     LogEntry,
@@ -42,7 +43,8 @@ from memoryhub_client.models import (
 )
 
 __all__ = [
-    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ConnectionFailed", "Context", "Invalid", "LimitExceeded",
+    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ClaudeMemoryResult", "ConnectionFailed", "Context", "Invalid",
+    "LimitExceeded",
     "LogAppended", "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError", "NotAuthenticated", "NotFound",
     "PermissionDenied", "SearchHit", "Section", "ServerError", "Session", "SessionEnded", "SessionExpired",
     "Throttled", "TimedOut", "Unavailable", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",

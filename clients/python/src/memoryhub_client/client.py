@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -22,6 +22,7 @@ import httpx
 
 from memoryhub_client.errors import ConnectionFailed, MemoryHubError, ServerError, TimedOut, error_for
 from memoryhub_client.models import (
+    ClaudeMemoryResult,
     Context,
     LogAppended,
     LogEntry,
@@ -171,6 +172,13 @@ class _Calls:
 
         return _Call("POST", f"/api/v1/sessions/{int(session)}/end", parse)
 
+    @staticmethod
+    def claude_memory(command: Mapping[str, Any], user: str | None, if_match: int | None,
+                      idempotency_key: str | None) -> _Call[ClaudeMemoryResult]:
+        return _Call("POST", "/api/v1/memory/claude-memory", lambda r: ClaudeMemoryResult.from_json(_json(r)),
+                     params=_user(user), json=dict(command),
+                     headers={**_if_match(if_match), **_idempotency(idempotency_key)})
+
 
 def _retryable(response: httpx.Response) -> bool:
     """A refusal that changed nothing and names when to come back: 429
@@ -293,6 +301,12 @@ class MemoryHub:
     def end_session(self, session: int) -> SessionEnded:
         return self._run(_Calls.end_session(session))
 
+    def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None, if_match: int | None = None,
+                      idempotency_key: str | None = None) -> ClaudeMemoryResult:
+        """One command of Claude's memory tool (`{"command": "view", "path": "/memories"}`…), as the
+        model sent it; `memoryhub_client.claude.MemoryHubMemoryTool` wraps it for the anthropic SDK."""
+        return self._run(_Calls.claude_memory(command, user, if_match, idempotency_key))
+
 
 class AsyncMemoryHub:
     """The agent API for asyncio code; the same methods as `MemoryHub`."""
@@ -373,6 +387,10 @@ class AsyncMemoryHub:
 
     async def end_session(self, session: int) -> SessionEnded:
         return await self._run(_Calls.end_session(session))
+
+    async def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None,
+                            if_match: int | None = None, idempotency_key: str | None = None) -> ClaudeMemoryResult:
+        return await self._run(_Calls.claude_memory(command, user, if_match, idempotency_key))
 
 
 __all__ = ["AsyncMemoryHub", "MemoryHub", "MemoryHubError"]

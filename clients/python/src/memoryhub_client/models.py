@@ -153,3 +153,30 @@ class LogAppended:
 class SessionEnded:
     id: int
     ended_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ClaudeMemoryResult:
+    """One command of Claude's memory tool, answered: `result` is the text
+    to hand the model as the tool result. A write is applied (`version`
+    the new one) or pending review (`proposal`)."""
+
+    command: str
+    result: str
+    file: str | None = None
+    version: int | None = None
+    chars: int | None = None
+    warning: str | None = None
+    proposal: int | None = None
+    files: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        return self.proposal is not None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClaudeMemoryResult:
+        return cls(command=data["command"], result=data["result"], file=data.get("file"),
+                   version=data.get("version"), chars=data.get("chars"), warning=data.get("warning"),
+                   proposal=data.get("proposal"), files=list(data.get("files", [])), raw=data)
