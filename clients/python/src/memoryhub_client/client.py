@@ -27,9 +27,12 @@ from memoryhub_client.models import (
     LogAppended,
     LogEntry,
     MemoryFile,
+    SearchEntry,
     SearchHit,
     Session,
     SessionEnded,
+    Tool,
+    Unchanged,
     WriteOutcome,
     _time,
 )
@@ -179,6 +182,32 @@ class _Calls:
                      params=_user(user), json=dict(command),
                      headers={**_if_match(if_match), **_idempotency(idempotency_key)})
 
+    @staticmethod
+    def context_if_changed(user: str, etag: str, session: int | None) -> _Call[Context | Unchanged]:
+        tag = etag if etag.startswith(('"', "W/")) else f'"{etag}"'
+
+        def parse(response: httpx.Response) -> Context | Unchanged:
+            if response.status_code == 304:
+                return Unchanged(etag=response.headers.get("ETag", tag))
+            return Context.from_json(_json(response), response.headers.get("ETag", ""))
+
+        call = _Calls.context(user, session)
+        return _Call("GET", call.path, parse, params=call.params, headers={"If-None-Match": tag})
+
+    @staticmethod
+    def search_entry(entry: int, user: str) -> _Call[SearchEntry]:
+        return _Call("GET", f"/api/v1/memory/search/{int(entry)}", lambda r: SearchEntry.from_json(_json(r)),
+                     params={"user": user})
+
+    @staticmethod
+    def tools() -> _Call[list[Tool]]:
+        return _Call("GET", "/api/v1/tools", lambda r: [Tool.from_json(t) for t in _json(r)["tools"]])
+
+    @staticmethod
+    def replace_tools(tools: Iterable[Tool | Mapping[str, Any]]) -> _Call[list[Tool]]:
+        body = {"tools": [t.as_json() if isinstance(t, Tool) else dict(t) for t in tools]}
+        return _Call("PUT", "/api/v1/tools", lambda r: [Tool.from_json(t) for t in _json(r)["tools"]], json=body)
+
 
 def _retryable(response: httpx.Response) -> bool:
     """A refusal that changed nothing and names when to come back: 429
@@ -307,6 +336,21 @@ class MemoryHub:
         model sent it; `memoryhub_client.claude.MemoryHubMemoryTool` wraps it for the anthropic SDK."""
         return self._run(_Calls.claude_memory(command, user, if_match, idempotency_key))
 
+    def context_if_changed(self, user: str, etag: str, *, session: int | None = None) -> Context | Unchanged:
+        """The context again only if it changed since `etag` (a Context's
+        `etag`): `Unchanged` when the server answers 304."""
+        return self._run(_Calls.context_if_changed(user, etag, session))
+
+    def search_entry(self, entry: int, *, user: str) -> SearchEntry:
+        """A log entry in full, as a search hit's `raw["entry"]` names it."""
+        return self._run(_Calls.search_entry(entry, user))
+
+    def tools(self) -> list[Tool]:
+        return self._run(_Calls.tools())
+
+    def replace_tools(self, tools: Iterable[Tool | Mapping[str, Any]]) -> list[Tool]:
+        return self._run(_Calls.replace_tools(tools))
+
 
 class AsyncMemoryHub:
     """The agent API for asyncio code; the same methods as `MemoryHub`."""
@@ -391,6 +435,18 @@ class AsyncMemoryHub:
     async def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None,
                             if_match: int | None = None, idempotency_key: str | None = None) -> ClaudeMemoryResult:
         return await self._run(_Calls.claude_memory(command, user, if_match, idempotency_key))
+
+    async def context_if_changed(self, user: str, etag: str, *, session: int | None = None) -> Context | Unchanged:
+        return await self._run(_Calls.context_if_changed(user, etag, session))
+
+    async def search_entry(self, entry: int, *, user: str) -> SearchEntry:
+        return await self._run(_Calls.search_entry(entry, user))
+
+    async def tools(self) -> list[Tool]:
+        return await self._run(_Calls.tools())
+
+    async def replace_tools(self, tools: Iterable[Tool | Mapping[str, Any]]) -> list[Tool]:
+        return await self._run(_Calls.replace_tools(tools))
 
 
 __all__ = ["AsyncMemoryHub", "MemoryHub", "MemoryHubError"]
