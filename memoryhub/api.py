@@ -611,3 +611,40 @@ class ClaudeMemoryView(AgentAPIView):
         if answer.files:
             body["files"] = answer.files
         return Response(body, headers={"ETag": f'"{answer.version}"'} if answer.version is not None else {})
+
+
+# --- the agent's own version history ---------------------------------------------------------------------
+
+
+class MemoryVersionsView(AgentAPIView):
+    """When and how the agent's own file changed, oldest first: numbers,
+    times, sources and reasons, not contents. An old version can hold text
+    a reviewer took out of service (a withheld or rolled-back version), and
+    only the current one is served (GET /api/v1/memory/FILE)."""
+
+    class VersionSerializer(serializers.Serializer):
+        version = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+        source = serializers.CharField()  # type: ignore[assignment]  # the API's field name, not Field.source
+        reason = serializers.CharField()
+        chars = serializers.IntegerField()
+        current = serializers.BooleanField()
+
+    class OutputSerializer(serializers.Serializer):
+        file = serializers.CharField()
+        versions = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        operation_id="list_memory_versions",
+        parameters=[FILE_PARAM, USER_PARAM],
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request, file: str) -> Response:
+        rows = services.file_versions(agent=self.agent, kind=file, user_ref=user_param(request, required=False))
+        latest = rows[-1].version if rows else 0
+        return Response({"file": file, "versions": [
+            {"version": row.version, "created_at": row.history_date, "source": row.source,
+             "reason": row.history_change_reason or "", "chars": len(row.content or ""),
+             "current": row.version == latest}
+            for row in rows
+        ]})

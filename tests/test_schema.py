@@ -299,9 +299,11 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         examples.append(operation.Case(query={"user": USERS[0]}, media_type="application/json",
                                        body={"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0,
                                              "insert_text": "- Rides a gravel bike now."}))
-    if operation.path.endswith("/versions"):
+    if operation.path.endswith("/versions") and "{slug}" in operation.path:
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))
+    if operation.path == "/api/v1/memory/{file}/versions":
+        examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]}))
 
 
 @schema.hook

@@ -43,6 +43,15 @@ def test_the_context_comes_again_only_when_it_changed(agent, hub):
     assert changed.etag != first.etag
 
 
+def test_it_lists_the_history_of_its_own_files_without_their_text(agent, hub):
+    hub.add_entry("MEMORY.md", "Prefers email.", user="u1", reason="said so")
+    hub.replace_entry("MEMORY.md", "email", "Prefers phone calls.", user="u1")
+    versions = hub.versions("MEMORY.md", user="u1")
+    assert [(v.version, v.source, v.current) for v in versions] == [(1, "agent", False), (2, "agent", True)]
+    assert versions[0].reason == "said so" and versions[1].chars == len("Prefers phone calls.\n")
+    assert hub.versions("SOUL.md") == []
+
+
 def test_it_reads_a_search_hit_entry_and_the_agents_tools(agent, hub):
     session = hub.start_session("u1")
     hub.log(session.id, [{"role": "user", "content": "My bike bell is missing from order 1042."}])

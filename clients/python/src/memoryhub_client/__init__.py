@@ -34,6 +34,7 @@ from memoryhub_client.errors import (
 from memoryhub_client.models import (
     ClaudeMemoryResult,
     Context,
+    FileVersion,
     LogAppended,
     LogEntry,
     MemoryFile,
@@ -48,8 +49,8 @@ from memoryhub_client.models import (
 )
 
 __all__ = [
-    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ClaudeMemoryResult", "ConnectionFailed", "Context", "FourEyes",
-    "Invalid", "LimitExceeded", "LogAppended", "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError",
+    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ClaudeMemoryResult", "ConnectionFailed", "Context", "FileVersion",
+    "FourEyes", "Invalid", "LimitExceeded", "LogAppended", "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError",
     "NotAuthenticated", "NotFound", "PermissionDenied", "SearchEntry", "SearchHit", "Section", "ServerError",
     "Session", "SessionEnded", "SessionExpired", "StaleProposal", "Throttled", "TimedOut", "Tool", "Unavailable",
     "Unchanged", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",

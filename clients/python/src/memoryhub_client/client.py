@@ -24,6 +24,7 @@ from memoryhub_client.errors import ConnectionFailed, MemoryHubError, ServerErro
 from memoryhub_client.models import (
     ClaudeMemoryResult,
     Context,
+    FileVersion,
     LogAppended,
     LogEntry,
     MemoryFile,
@@ -195,6 +196,11 @@ class _Calls:
         return _Call("GET", call.path, parse, params=call.params, headers={"If-None-Match": tag})
 
     @staticmethod
+    def versions(file: str, user: str | None) -> _Call[list[FileVersion]]:
+        return _Call("GET", _file_path(file, "/versions"),
+                     lambda r: [FileVersion.from_json(v) for v in _json(r)["versions"]], params=_user(user))
+
+    @staticmethod
     def search_entry(entry: int, user: str) -> _Call[SearchEntry]:
         return _Call("GET", f"/api/v1/memory/search/{int(entry)}", lambda r: SearchEntry.from_json(_json(r)),
                      params={"user": user})
@@ -341,6 +347,10 @@ class MemoryHub:
         `etag`): `Unchanged` when the server answers 304."""
         return self._run(_Calls.context_if_changed(user, etag, session))
 
+    def versions(self, file: str, *, user: str | None = None) -> list[FileVersion]:
+        """When and how one of the agent's files changed, oldest first (no contents)."""
+        return self._run(_Calls.versions(file, user))
+
     def search_entry(self, entry: int, *, user: str) -> SearchEntry:
         """A log entry in full, as a search hit's `raw["entry"]` names it."""
         return self._run(_Calls.search_entry(entry, user))
@@ -438,6 +448,9 @@ class AsyncMemoryHub:
 
     async def context_if_changed(self, user: str, etag: str, *, session: int | None = None) -> Context | Unchanged:
         return await self._run(_Calls.context_if_changed(user, etag, session))
+
+    async def versions(self, file: str, *, user: str | None = None) -> list[FileVersion]:
+        return await self._run(_Calls.versions(file, user))
 
     async def search_entry(self, entry: int, *, user: str) -> SearchEntry:
         return await self._run(_Calls.search_entry(entry, user))

@@ -227,3 +227,21 @@ class Unchanged:
     keep using it."""
 
     etag: str
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    """One version of the agent's own file: when, from what source, why,
+    how long (never its text: only the current version is served)."""
+
+    version: int
+    created_at: datetime | None
+    source: str
+    reason: str
+    chars: int
+    current: bool
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileVersion:
+        return cls(version=data["version"], created_at=_time(data.get("created_at")), source=data["source"],
+                   reason=data.get("reason", ""), chars=data["chars"], current=bool(data.get("current")))
