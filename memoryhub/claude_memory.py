@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryhub import context, errors, services
-from memoryhub.models import FileKind
+from memoryhub.models import Agent, FileKind
 from memoryhub.services.entries import _edit as edit_on_content
 
 ROOT = "/memories"
@@ -123,12 +123,12 @@ def _size(text: str) -> str:
     return f"{int(value) if value == int(value) else round(value, 1)}{'BKMG'[unit]}"
 
 
-def _served(agent: Any, kind: str, user_ref: str | None) -> tuple[services.FileView, str]:
+def _served(agent: Agent, kind: str, user_ref: str | None) -> tuple[services.FileView, str]:
     view = services.read_memory(agent=agent, kind=kind, user_ref=user_ref if kind in USER_FILES else None)
     return view, context.serve_file(content=view.content, withheld=view.withheld).text
 
 
-def view(*, agent: Any, user_ref: str | None, path: Any, view_range: Any = None) -> Answer:
+def view(*, agent: Agent, user_ref: str | None, path: Any, view_range: Any = None) -> Answer:
     if isinstance(path, str) and _is_root(path):
         served = [(kind, _served(agent, kind, user_ref)[1]) for kind in files_for(user_ref)]
         lines = [f"{_size(''.join(text for _, text in served))}\t{ROOT}"]
@@ -215,7 +215,7 @@ def _pending(path: str, result: services.WriteResult) -> str:
             "served until a person approves it, so viewing the file still shows the approved version.")
 
 
-def _written(agent: Any, kind: str, path: str, result: services.WriteResult, done: str) -> Answer:
+def _written(agent: Agent, kind: str, path: str, result: services.WriteResult, done: str) -> Answer:
     if result.proposal is not None:
         text = _pending(path, result)
     elif not result.changed:
@@ -228,7 +228,7 @@ def _written(agent: Any, kind: str, path: str, result: services.WriteResult, don
     return Answer(text, write=result, file=kind, version=result.version)
 
 
-def create(*, agent: Any, user_ref: str | None, path: Any, file_text: Any, reason: str,
+def create(*, agent: Agent, user_ref: str | None, path: Any, file_text: Any, reason: str,
            expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="create")
     text = _text(file_text, "file_text", "create")
@@ -250,7 +250,7 @@ def _user(kind: str, user_ref: str | None) -> str | None:
     return user_ref if kind in USER_FILES else None
 
 
-def str_replace(*, agent: Any, user_ref: str | None, path: Any, old_str: Any, new_str: Any, reason: str,
+def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: Any, new_str: Any, reason: str,
                 expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="str_replace")
     old = _text(old_str, "old_str", "str_replace", blank=False)
@@ -266,13 +266,13 @@ def str_replace(*, agent: Any, user_ref: str | None, path: Any, old_str: Any, ne
         return seen["after"]
 
     result = edit_on_content(agent=agent, kind=kind, user_ref=_user(kind, user_ref), reason=reason,
-                             expected_version=expected_version, operation="replace", build=build)
+                             expected_version=expected_version, operation="str_replace", build=build)
     done = ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
             + _snippet(seen["before"], old, new, seen["after"]))
     return _written(agent, kind, path, result, done)
 
 
-def insert(*, agent: Any, user_ref: str | None, path: Any, insert_line: Any, insert_text: Any, reason: str,
+def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: Any, insert_text: Any, reason: str,
            expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="insert")
     if not isinstance(insert_line, int) or isinstance(insert_line, bool):
@@ -280,12 +280,12 @@ def insert(*, agent: Any, user_ref: str | None, path: Any, insert_line: Any, ins
                              field="insert_line")
     text = _text(insert_text, "insert_text", "insert")
     result = edit_on_content(agent=agent, kind=kind, user_ref=_user(kind, user_ref), reason=reason,
-                             expected_version=expected_version, operation="add",
+                             expected_version=expected_version, operation="insert",
                              build=lambda content: with_lines_inserted(content, insert_line, text))
     return _written(agent, kind, path, result, f"The file {path} has been edited.")
 
 
-def run(*, agent: Any, user_ref: str | None, command: dict[str, Any], expected_version: int | None = None) -> Answer:
+def run(*, agent: Agent, user_ref: str | None, command: dict[str, Any], expected_version: int | None = None) -> Answer:
     """One memory tool command, as the agent (the acting principal)."""
     name = command.get("command")
     reason = f"Claude memory tool: {name}"

@@ -70,8 +70,9 @@ def test_it_creates_views_and_edits_a_file_with_line_numbers(agent, client):
     ranged = call(client, {"command": "view", "path": "/memories/MEMORY.md", "view_range": [2, 2]}).json()
     assert "     2\t- lives in Oslo" in ranged["result"] and "green tea" not in ranged["result"]
     writes = AuditEvent.objects.filter(action="memory.write").order_by("pk")
-    actions = list(writes.values_list("details__version", flat=True))
-    assert actions == [1, 2, 3]
+    actions = list(writes.values_list("details__version", "details__operation"))
+    assert actions == [(1, "write"), (2, "insert"), (3, "str_replace")]
+    assert "inserted a line into MEMORY.md (v2)" in writes[1].summary
 
 
 def test_it_answers_the_sdk_errors_for_text_that_is_missing_or_repeated(agent, client):
