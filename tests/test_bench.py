@@ -48,6 +48,8 @@ SMOKES: dict[str, Smoke] = {
                      postgres=True),
     "mcp_load.py": Smoke(("--clients", "2", "--seconds", "1"), "errors 0", postgres=True),
     "scanner.py": Smoke(("--iterations", "5", "--chars", "500"), "scan_all"),
+    # The dev split: a smoke run has no business printing held-out rates.
+    "scanner_holdout.py": Smoke(("--split", "dev"), "per class"),
     "search.py": Smoke(("--entries", "200", "--pairs", "100", "--queries", "20"), "end to end", postgres=True),
 }
 
