@@ -59,3 +59,18 @@ def forget_texts(*, rows: Iterable[tuple[int, str, str]]) -> int:
     for agent_id, owner, body in rows:
         by_agent.setdefault(agent_id, set()).add((owner, semantic.content_hash(body)))
     return sum(forget(agent_id=agent_id, keys=keys) for agent_id, keys in by_agent.items())
+
+
+def forget_redacted(what: str, ids: list[int]) -> int:
+    """Before services.redaction replaces these rows' text: delete the
+    vectors of that text (a log entry's, or each entry of a served file)."""
+    from memoryhub.models import LogEntry, MemoryFile
+
+    rows: list[tuple[int, str, str]] = []
+    if what == "log":
+        rows = list(LogEntry.objects.filter(pk__in=ids).values_list("agent_id", "user_ref", "content"))
+    elif what == "served":
+        for agent_id, owner, content in MemoryFile.objects.filter(pk__in=ids).values_list(
+                "agent_id", "user_ref", "content"):
+            rows += [(agent_id, owner, line) for _, line in index.file_entries(content)]
+    return forget_texts(rows=rows)

@@ -80,3 +80,43 @@ def test_a_file_hit_names_its_entry_with_the_matched_words_marked():
 
     assert (hit.file, hit.line, hit.text) == ("MEMORY.md", 2, "- Allergic to latex gloves")
     assert hit.snippet == f"- Allergic to {MARK}latex{MARK} gloves"
+
+
+# --- the semantic index ------------------------------------------------------------------------
+
+
+def test_the_backfill_embeds_once_per_text_and_search_then_finds_a_paraphrase(agent):
+    from django.core.management import call_command
+
+    from memoryhub.models import EntryVector
+
+    services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- Prefers email, never phone\n")
+    assert not search.search(agent=agent, user_ref="u1", query="telephone")  # no word in common, no vectors yet
+    call_command("search_backfill")
+    count = EntryVector.objects.count()
+    assert count == len(LOGS) + 1
+    call_command("search_backfill")
+    assert EntryVector.objects.count() == count  # once per text
+
+    hits = search.search(agent=agent, user_ref="u1", query="telephone", limit=5)
+    assert any(hit.file == "MEMORY.md" and "semantic" in hit.how for hit in hits), [h.as_dict() for h in hits]
+
+
+def test_redaction_deletes_the_vectors_of_the_text_it_replaces(agent):
+    from django.db import transaction
+
+    from memoryhub.models import EntryVector, LogEntry
+    from memoryhub.search import embedding
+    from memoryhub.services import redaction
+
+    embedding.embed_scope(agent=agent, user_ref="u1")
+    entry = LogEntry.objects.get(agent=agent, content=LOGS[1])
+    digest = search.semantic.content_hash(LOGS[1])
+    assert EntryVector.objects.filter(agent=agent, content_hash=digest).exists()
+
+    with transaction.atomic():
+        assert redaction.redact(what="log", ids=[entry.pk], by="retention") == 1
+
+    assert not EntryVector.objects.filter(agent=agent, content_hash=digest).exists()
+    assert EntryVector.objects.filter(agent=agent).count() == len(LOGS) - 1
+    assert not search.search(agent=agent, user_ref="u1", query="A-99812")
