@@ -260,7 +260,7 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
     keyword = [_candidate(r, "keyword") for r in index.keyword_rank(docs, analysed, terms, now)]
     stored = index.vectors_for(agent=agent, docs=docs)
     if index.missing_vectors(docs, stored):
-        _queue_embedding(agent, user_ref or "")
+        _queue_embedding(agent, user_ref or "", docs)
     semantic_text = " ".join(parsed.words)
     vector = [_candidate(r, "semantic") for r in index.vector_rank(docs, stored, semantic_text, now)]
     ranked = fuse([keyword, vector], weights=(KEYWORD_WEIGHT, VECTOR_WEIGHT)) if vector else keyword
@@ -280,16 +280,22 @@ def _candidate(ranked: index.Ranked, how: str) -> Candidate:
 _queued: set[tuple[int, str]] = set()
 
 
-def _queue_embedding(agent: Agent, user_ref: str) -> None:
+def _queue_embedding(agent: Agent, user_ref: str, docs: Sequence[index.Doc]) -> None:
     """Ask the worker for the scope's missing vectors, once per process and
-    scope until it has run (tasks.embed_scope_task clears the mark)."""
+    scope until it has run (tasks.embed_scope_task clears the mark). The
+    message names the scope by one of its rows, never by the user's
+    reference: a queued message must not outlive an erasure with it."""
     from memoryhub.search import tasks
 
     key = (agent.pk, user_ref)
     if key in _queued:
         return
     _queued.add(key)
-    tasks.embed_scope_task.delay_on_commit(agent.pk, user_ref)
+    anchor = next((d for d in docs if d.source == "log"), None)
+    if anchor is not None:
+        tasks.embed_scope_task.delay_on_commit(agent.pk, "log", anchor.entry)
+    else:
+        tasks.embed_scope_task.delay_on_commit(agent.pk, "files", 0)
 
 
 def fuse(rankings: Sequence[Sequence[Candidate]], *, k: int = RRF_K,

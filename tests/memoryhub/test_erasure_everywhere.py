@@ -220,7 +220,7 @@ def test_the_marker_and_the_reference_are_found_nowhere_after_an_erasure(scratch
     assert marker in b"".join(export.streaming_content).decode()
 
     # The semantic index: the worker's task embeds the pair's texts.
-    assert embed_scope_task.apply(args=(direct.pk, ref)).get() > 0
+    assert embed_scope_task.apply(args=(direct.pk, "log", entry.pk)).get() > 0
     vectors = set(EntryVector.objects.filter(agent=direct, user_ref=ref).values_list("content_hash", flat=True))
     assert vectors
 
