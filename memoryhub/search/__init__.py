@@ -248,6 +248,7 @@ class Candidate:
 # entry has; only weight and floor moved paraphrase recall (0.58 → 0.67).
 KEYWORD_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
+FUSE_DEPTH = 100
 
 
 def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -> list[SearchHit]:
@@ -260,7 +261,8 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
     docs = index.scope_docs(agent=agent, user_ref=user_ref or None)
     analysed = index.analyse(docs)
     terms = index.build_query(parsed.terms, index.vocabulary_of(analysed))
-    keyword = [_candidate(r, "keyword") for r in index.keyword_rank(docs, analysed, terms, now)]
+    # Only the first ranks of either list can reach the top `limit` after fusion.
+    keyword = [_candidate(r, "keyword") for r in index.keyword_rank(docs, analysed, terms, now)[:FUSE_DEPTH]]
     stored = index.vectors_for(agent=agent, docs=docs)
     if index.missing_vectors(docs, stored):
         _queue_embedding(agent, user_ref or "", docs)

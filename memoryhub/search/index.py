@@ -31,6 +31,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -70,11 +71,16 @@ class Doc:
         return ("log", self.entry) if self.source == "log" else ("file", self.file, self.line)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Analysed:
     counts: Counter[str]
     length: int
-    folded: str  # the text's words folded, one space apart (phrases)
+    content: str
+
+    @cached_property
+    def folded(self) -> str:
+        """The text's words folded, one space apart (for phrases only)."""
+        return " ".join(text.fold(w.text) for w in text.words(self.content))
 
 
 class _Cache:
@@ -90,9 +96,9 @@ class _Cache:
             if found is not None:
                 self._items.move_to_end(digest)
                 return found
-        words = list(text.words(content))
-        terms = [t for w in words for t in text.terms_of(w.text)]
-        analysed = Analysed(Counter(terms), len(words) or 1, " ".join(text.fold(w.text) for w in words))
+        words = text._WORD.findall(content)
+        terms = [t for w in words for t in text.terms_of(w)]
+        analysed = Analysed(Counter(terms), len(words) or 1, content)
         with self._lock:
             self._items[digest] = analysed
             if len(self._items) > self.SIZE:

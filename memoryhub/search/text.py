@@ -48,6 +48,7 @@ class Word:
     end: int
 
 
+@lru_cache(maxsize=200_000)
 def fold(text: str) -> str:
     """Case and accents away; the German umlaut spellings folded too."""
     text = unicodedata.normalize("NFKC", text).casefold()
