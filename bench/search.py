@@ -235,6 +235,8 @@ def run(*, count: int, seed: int) -> None:
         print(f"worker task over every pair: {made / (time.perf_counter() - start):,.0f} entries/s "
               f"({made:,} vectors, reads and inserts included)")
 
+    writes(rounds=max(4, count // 50))
+
     # Reading the scope (the SQL of a search), timed by wrapping it.
     ranking: list[float] = []
     read_scope = index.scope_docs
@@ -300,6 +302,35 @@ def run(*, count: int, seed: int) -> None:
               f"{percentile(cpu, 0.95):.2f} | {percentile(cpu, 0.99):.2f} |")
         p95 = percentile(everything, 0.95)
         print(f"\np95 {p95:.2f} ms end to end against a target of 50 ms: {'met' if p95 < 50 else 'NOT met'}")
+
+
+def writes(*, rounds: int) -> None:
+    """Log appends side by side, alternating in one run: to a pair whose
+    texts all have vectors and that was searched (so the index is live for
+    it), and to a pair the index has never seen. The write path does no
+    index work (vectors are the worker's), so the ratio shows what the
+    index costs a write: nothing beyond noise."""
+    from memoryhub import search, services
+    from memoryhub.models import Agent, Workspace
+    from memoryhub.search import embedding
+
+    workspace, _ = Workspace.objects.get_or_create(slug="search-bench-writes", defaults={"name": "Search writes"})
+    agent = Agent.objects.filter(workspace=workspace).first() or Agent.objects.create(
+        workspace=workspace, slug="bench-writes", name="bench writes")
+    batch = [{"role": "note", "content": f"Customer asked about brake pads and invoice {n}."} for n in range(10)]
+    times: dict[str, list[float]] = {"indexed pair": [], "pair without index": []}
+    for n in range(rounds):
+        for label, user in (("indexed pair", "indexed"), ("pair without index", "plain")):
+            session = services.start_session(agent=agent, user_ref=user)
+            start = time.perf_counter()
+            services.append_log(session=session, entries=batch)
+            times[label].append((time.perf_counter() - start) * 1000)
+        if n == 0:
+            embedding.embed_scope(agent=agent, user_ref="indexed")
+            search.search(agent=agent, user_ref="indexed", query="brake invoice")
+    a, b = (statistics.median(v) for v in times.values())
+    print(f"\nlog appends of 10 entries, {rounds} rounds alternating: indexed pair {a:.2f} ms, "
+          f"pair without index {b:.2f} ms (median); ratio {a / b:.3f}")
 
 
 def main() -> None:

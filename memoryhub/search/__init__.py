@@ -62,6 +62,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import context, errors, services
@@ -297,10 +299,9 @@ def _queue_embedding(agent: Agent, user_ref: str, docs: Sequence[index.Doc]) -> 
         return
     _queued.add(key)
     anchor = next((d for d in docs if d.source == "log"), None)
-    if anchor is not None:
-        tasks.embed_scope_task.delay_on_commit(agent.pk, "log", anchor.entry)
-    else:
-        tasks.embed_scope_task.delay_on_commit(agent.pk, "files", 0)
+    args = (agent.pk, "log", anchor.entry) if anchor is not None else (agent.pk, "files", 0)
+    queue = getattr(settings, "MEMORYHUB_SEARCH_QUEUE", "") or None
+    transaction.on_commit(lambda: tasks.embed_scope_task.apply_async(args, queue=queue))
 
 
 def fuse(rankings: Sequence[Sequence[Candidate]], *, k: int = RRF_K,
