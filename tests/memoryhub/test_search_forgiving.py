@@ -5,8 +5,10 @@ typos, entries not files: the same answers on SQLite and PostgreSQL
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from memoryhub import search, services
+from memoryhub import errors, search, services
 from memoryhub.search import MARK
 from tests.factories import AgentFactory
 
@@ -120,3 +122,30 @@ def test_redaction_deletes_the_vectors_of_the_text_it_replaces(agent):
     assert not EntryVector.objects.filter(agent=agent, content_hash=digest).exists()
     assert EntryVector.objects.filter(agent=agent).count() == len(LOGS) - 1
     assert not search.search(agent=agent, user_ref="u1", query="A-99812")
+
+
+# --- any text -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(min_size=1, max_size=40))
+def test_any_query_is_searched_or_refused_with_a_sentence(agent, query):
+    try:
+        hits = search.search(agent=agent, user_ref="u1", query=query, limit=5)
+    except errors.Invalid as refused:
+        assert str(refused)
+        return
+    for hit in hits:
+        assert hit.snippet.count(MARK) % 2 == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(content=st.text(max_size=80))
+def test_any_text_has_terms_and_a_snippet(content):
+    from memoryhub.search import text
+
+    terms = text.index_terms(content)
+    assert all(terms)
+    marks = frozenset(terms[:3])
+    snippet = search._window(content, marks)
+    assert snippet.replace(MARK, "").replace("…", "") in content or not content.strip() or len(content) > 150
