@@ -260,7 +260,7 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
     if user_ref:
         user_ref = services.validate_user_ref(user_ref)
     now = timezone.now()
-    docs = index.scope_docs(agent=agent, user_ref=user_ref or None)
+    docs = index.scope_docs(agent=agent, user_ref=user_ref or None, words=parsed.words)
     analysed = index.analyse(docs)
     terms = index.build_query(parsed.terms, index.vocabulary_of(analysed))
     # Only the first ranks of either list can reach the top `limit` after fusion.

@@ -35,12 +35,14 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from django.db import connection
 from django.db.models import Q
 
 from memoryhub.models import AGENT_SCOPED, USER_SCOPED, Agent, EntryVector, LogEntry, MemoryFile
 from memoryhub.search import semantic, text
 
-SCAN_MAX = 20_000
+SCAN_MAX = 20_000  # a pair's newest entries read whole; older ones by _older_matches
+OLDER_MAX = 500
 RELEVANCE_WEIGHT = 0.7
 RECENCY_WEIGHT = 0.3
 RECENCY_HALF_LIFE_DAYS = 30
@@ -118,7 +120,37 @@ def file_entries(content: str) -> list[tuple[int, str]]:
     return [(n, line) for n, line in enumerate(content.split("\n"), start=1) if line.strip()]
 
 
-def scope_docs(*, agent: Agent, user_ref: str | None) -> list[Doc]:
+def _older_matches(*, agent: Agent, user_ref: str, below: int, words: Sequence[str]) -> list[tuple[Any, ...]]:
+    """A pair's entries older than the newest SCAN_MAX that hold one of the
+    query's words, found through the database's own full-text index (the
+    `search_vector` column on PostgreSQL, FTS5 on SQLite, both kept by
+    migration 0004): the candidates the Python ranker then ranks like the
+    rest. Best effort — the engines' own folding, no typos or vectors."""
+    # Folded and as written: PostgreSQL's configurations do not unaccent.
+    parts = sorted({p for w in words for form in (text.fold(w), w.casefold()) for p in text._PART.findall(form)})[:20]
+    if not parts:
+        return []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            tsquery = " | ".join(parts)  # alphanumeric parts: none of to_tsquery's operators
+            cursor.execute(
+                "SELECT id, session_id, role, created_at, content FROM memoryhub_logentry "
+                "WHERE agent_id = %s AND user_ref = %s AND id < %s AND content <> '' AND search_vector @@ "
+                "(to_tsquery('simple', %s) || to_tsquery('english', %s)) ORDER BY id DESC LIMIT %s",
+                [agent.pk, user_ref, below, tsquery, tsquery, OLDER_MAX])
+        else:
+            match = " OR ".join(f'"{p}"' for p in parts)
+            cursor.execute(
+                "SELECT t.id, t.session_id, t.role, t.created_at, t.content FROM memoryhub_logentry_fts "
+                "JOIN memoryhub_logentry AS t ON t.id = memoryhub_logentry_fts.rowid "
+                "WHERE memoryhub_logentry_fts MATCH %s AND t.agent_id = %s AND t.user_ref = %s AND t.id < %s "
+                "AND t.content <> '' ORDER BY t.id DESC LIMIT %s",
+                [match, agent.pk, user_ref, below, OLDER_MAX])
+        return [(i, s, r, created if isinstance(created, datetime) else datetime.fromisoformat(created), c)
+                for i, s, r, created, c in cursor.fetchall()]
+
+
+def scope_docs(*, agent: Agent, user_ref: str | None, words: Sequence[str] = ()) -> list[Doc]:
     files = Q(user_ref="", kind__in=sorted(AGENT_SCOPED))
     if user_ref:
         files |= Q(user_ref=user_ref, kind__in=sorted(USER_SCOPED))
@@ -131,8 +163,10 @@ def scope_docs(*, agent: Agent, user_ref: str | None) -> list[Doc]:
             docs.append(Doc("file", body, _aware(updated_at), semantic.content_hash(body), owner, file=kind,
                             version=version, line=line))
     if user_ref:
-        rows = (LogEntry.objects.filter(agent=agent, user_ref=user_ref).exclude(content="")
-                .order_by("-id").values_list("id", "session_id", "role", "created_at", "content")[:SCAN_MAX])
+        rows = list(LogEntry.objects.filter(agent=agent, user_ref=user_ref).exclude(content="")
+                    .order_by("-id").values_list("id", "session_id", "role", "created_at", "content")[:SCAN_MAX])
+        if len(rows) == SCAN_MAX and words:
+            rows += _older_matches(agent=agent, user_ref=user_ref, below=rows[-1][0], words=words)
         for entry, session, role, created_at, content in rows:
             docs.append(Doc("log", content, _aware(created_at), semantic.content_hash(content), user_ref,
                             entry=entry, session=session, role=role))

@@ -129,7 +129,10 @@ def test_redaction_deletes_the_vectors_of_the_text_it_replaces(agent):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=st.text(min_size=1, max_size=40))
-def test_any_query_is_searched_or_refused_with_a_sentence(agent, query):
+def test_any_query_is_searched_or_refused_with_a_sentence(agent, query, monkeypatch):
+    from memoryhub.search import index
+
+    monkeypatch.setattr(index, "SCAN_MAX", 3)  # the older entries through the full-text index too
     try:
         hits = search.search(agent=agent, user_ref="u1", query=query, limit=5)
     except errors.Invalid as refused:
@@ -149,3 +152,15 @@ def test_any_text_has_terms_and_a_snippet(content):
     marks = frozenset(terms[:3])
     snippet = search._window(content, marks)
     assert snippet.replace(MARK, "").replace("…", "") in content or not content.strip() or len(content) > 150
+
+
+def test_a_large_pair_still_finds_its_old_entries_through_the_full_text_index(agent, monkeypatch):
+    from memoryhub.search import index
+
+    services.append_log(session=services.start_session(agent=agent, user_ref="u1"),
+                        entries=[{"role": "note", "content": f"Newer note number {n}."} for n in range(4)])
+    monkeypatch.setattr(index, "SCAN_MAX", 3)  # LOGS are now older than the pair's newest three
+
+    assert first(agent, "KC-204511").startswith("Invoice KC-204511")
+    assert first(agent, "Rückgabe").startswith("Rückgabe")
+    assert first(agent, "Newer").startswith("Newer note")
