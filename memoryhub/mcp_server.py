@@ -95,7 +95,8 @@ def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
         return ToolAnswer(f"Nothing in memory matches {args['query']!r}.", {"results": []})
     lines = []
     for number, hit in enumerate(results, start=1):
-        where = hit["file"] if hit["source"] == "file" else f"log of session {hit['session']}, {hit['created_at']}"
+        where = (f"{hit['file']} line {hit['line']}" if hit["source"] == "file"
+                 else f"log entry {hit['entry']} of session {hit['session']}, {hit['created_at']}")
         lines.append(f"{number}. [{where}] {hit['snippet']}")
     return ToolAnswer(context.as_data(agent=agent, kind="search", text="\n".join(lines)), {"results": results})
 

@@ -78,7 +78,11 @@ TOOLS: tuple[ToolDefinition, ...] = (
     ToolDefinition(
         name="memory_search",
         description="Search your memory files and, with `user`, that user's files and past conversation logs. "
-                    "Search before acting on a user's request, to use what you already know.",
+                    "Search before acting on a user's request, to use what you already know. Finds the words "
+                    "as written or in other forms, ids and numbers exactly (A-99812, 42.90, v2.14.3), "
+                    "misspellings, other languages, and entries that say the same in other words. Each "
+                    "result is one entry: a file's line (`file`, `line`, `text`) or a log entry (`entry`), "
+                    "with a snippet where the matched words are marked **like this**.",
         parameters=_object(
             {
                 "query": {"type": "string", "minLength": 1, "maxLength": 200,

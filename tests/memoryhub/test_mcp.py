@@ -108,7 +108,7 @@ def test_the_tools_view_add_replace_remove_and_search_memory(server, agent, key)
         ("memory_remove", {"file": "MEMORY.md", "user": "u1", "old_text": "email"}),
     )
     assert [hit["file"] for hit in search.structured_content["results"]] == ["MEMORY.md"]
-    assert "[MEMORY.md]" in text_of(search)
+    assert "[MEMORY.md line 1]" in text_of(search)
     assert not remove.is_error and memory(agent) == ""
     history = MemoryFile.history.filter(agent=agent, kind="MEMORY.md").order_by("version")
     assert [row.actor_agent_id for row in history] == [agent.pk] * 3
