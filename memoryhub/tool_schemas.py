@@ -8,8 +8,8 @@ function-calling formats. Semantics are the REST API's (API.md, v1.1).
 `?strict=true` renders them for the providers' strict modes (OpenAI
 structured outputs, Anthropic strict tool use), derived from the same
 definitions by `strict_parameters`: every property required, the optional
-ones typed "or null", and only the keywords both providers' published
-subsets accept. The bounds a strict schema cannot state (lengths, ranges)
+ones nullable, and only the keywords both providers' published subsets
+accept. The bounds a strict schema cannot state (lengths, ranges)
 are still checked here, by `check_arguments` against the full schema, and a
 null for an optional argument means it was left out (`absent_nulls`).
 """
@@ -174,23 +174,34 @@ BY_NAME = {tool.name: tool for tool in TOOLS}
 STRICT_KEYWORDS = frozenset({"type", "description", "enum", "const", "properties", "required",
                              "additionalProperties", "items", "anyOf"})
 STRICT_FORMATS = ("openai", "anthropic")
+_NULL_NOTE = " Null when you do not need it."
 
 
-def _strict_property(schema: dict[str, Any], *, optional: bool) -> dict[str, Any]:
+def _strict_property(schema: dict[str, Any], *, optional: bool, fmt: str) -> dict[str, Any]:
     kept = {key: value for key, value in schema.items() if key in STRICT_KEYWORDS}
-    if optional:
-        kept["type"] = [kept["type"], "null"]
-        if "enum" in kept:
-            kept["enum"] = [*kept["enum"], None]
-        kept["description"] = kept.get("description", "") + " Null when you do not need it."
-    return kept
+    if not optional:
+        return kept
+    description = kept.pop("description", "") + _NULL_NOTE
+    if fmt == "anthropic":
+        # Anthropic's grammar takes a nullable value as an anyOf with a null
+        # branch, not a type list (the anthropic SDK's transform_schema
+        # leaves this form as it is).
+        return {"anyOf": [kept, {"type": "null"}], "description": description}
+    kept["type"] = [kept["type"], "null"]
+    if "enum" in kept:
+        kept["enum"] = [*kept["enum"], None]
+    return {**kept, "description": description}
 
 
-def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
-    """A tool's input schema for the providers' strict modes: closed, every
-    property required, the optional ones typed "or null"."""
+def strict_parameters(parameters: dict[str, Any], fmt: str = "openai") -> dict[str, Any]:
+    """A tool's input schema for a provider's strict mode: closed, every
+    property required, the optional ones nullable (`["string", "null"]` for
+    openai, `anyOf` with a null branch for anthropic)."""
+    if fmt not in STRICT_FORMATS:
+        raise errors.Invalid("strict applies to the openai and anthropic formats; MCP has no strict mode.",
+                             field="strict")
     required = set(parameters["required"])
-    properties = {name: _strict_property(schema, optional=name not in required)
+    properties = {name: _strict_property(schema, optional=name not in required, fmt=fmt)
                   for name, schema in parameters["properties"].items()}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
@@ -198,12 +209,12 @@ def strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
 def render_strict(fmt: str) -> list[dict[str, Any]]:
     if fmt == "openai":
         return [{"type": "function", "function": {"name": tool.name, "description": tool.description,
-                                                  "parameters": strict_parameters(tool.parameters),
+                                                  "parameters": strict_parameters(tool.parameters, fmt),
                                                   "strict": True}}
                 for tool in TOOLS]
     if fmt == "anthropic":
         return [{"name": tool.name, "description": tool.description,
-                 "input_schema": strict_parameters(tool.parameters), "strict": True} for tool in TOOLS]
+                 "input_schema": strict_parameters(tool.parameters, fmt), "strict": True} for tool in TOOLS]
     if fmt == "mcp":
         raise errors.Invalid("strict applies to the openai and anthropic formats; MCP has no strict mode.",
                              field="strict")

@@ -138,3 +138,19 @@ def test_notes_are_never_injected_into_the_context(agent, session):
 def test_the_standing_instructions_ask_for_a_note_before_compaction(agent):
     prompt = context.build_context(agent=agent, user_ref="u1")["system_prompt"]
     assert "Before your conversation history is compacted" in prompt and "memory_note" in prompt
+
+
+def test_the_next_consolidation_reads_a_note_as_the_agents_own(agent, session):
+    from consolidation.models import ConsolidationRun, RunStatus, Trigger
+    from consolidation.tasks import consolidate_task
+    from memoryhub.models import Proposal
+
+    services.add_note(agent=agent, user_ref="u1", text="Prefers email over phone calls.")
+    services.end_session_with_note(session=session, note="Works night shifts at the harbour.")
+    run = ConsolidationRun.objects.create(agent=agent, user_ref="u1", status=RunStatus.QUEUED, trigger=Trigger.GATE,
+                                          backend=agent.consolidation_backend)
+    consolidate_task.apply(args=(run.pk,))
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    proposed = "".join(Proposal.objects.filter(agent=agent, user_ref="u1").values_list("proposed_content", flat=True))
+    assert "email" in proposed and "night shifts" in proposed

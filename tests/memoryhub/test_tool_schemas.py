@@ -103,7 +103,14 @@ ALLOWED_TYPES = {"string", "integer", "number", "boolean", "object", "array", "n
 
 def provider_problems(provider: str, schema: dict, path: str = "$") -> list[str]:
     problems = [f"{path}: {key} is not allowed in strict mode" for key in schema if key in FORBIDDEN[provider]]
+    if "anyOf" in schema:
+        for n, branch in enumerate(schema["anyOf"]):
+            problems += provider_problems(provider, branch, f"{path}|{n}")
+        return problems
     types = schema.get("type")
+    if isinstance(types, list) and provider == "anthropic":
+        # Anthropic's grammar takes nullable values as anyOf with a null branch.
+        problems.append(f"{path}: a type list; Anthropic takes anyOf with a null branch")
     types = types if isinstance(types, list) else [types]
     problems += [f"{path}: type {t!r}" for t in types if t not in ALLOWED_TYPES]
     if "null" in types and "enum" in schema and None not in schema["enum"]:
@@ -153,17 +160,43 @@ def test_an_optional_property_is_required_and_nullable_in_strict_mode():
     assert schema["properties"]["limit"]["type"] == ["integer", "null"]
     view = tool_schemas.strict_parameters(tool_schemas.BY_NAME["memory_view"].parameters)
     assert view["properties"]["file"]["type"] == "string" and None not in view["properties"]["file"]["enum"]
+    anthropic = tool_schemas.strict_parameters(tool_schemas.BY_NAME["memory_search"].parameters, "anthropic")
+    assert anthropic["required"] == ["query", "user", "limit"]
+    assert anthropic["properties"]["user"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
+    assert anthropic["properties"]["user"]["description"].endswith("Null when you do not need it.")
+
+
+def test_the_anthropic_sdks_own_strict_transform_leaves_the_strict_schemas_as_they_are(client):
+    from anthropic.lib._parse._transform import transform_schema
+
+    def as_the_sdk_writes_it(schema):
+        # The SDK leaves out a `type` beside an `enum` (the enum says it all).
+        if isinstance(schema, dict):
+            return {k: as_the_sdk_writes_it(v) for k, v in schema.items() if not (k == "type" and "enum" in schema)}
+        if isinstance(schema, list):
+            return [as_the_sdk_writes_it(v) for v in schema]
+        return schema
+
+    for tool in client.get(URL, {"format": "anthropic", "strict": "true"}).json()["tools"]:
+        # Nothing it does not support, so nothing moved into a description.
+        assert transform_schema(tool["input_schema"]) == as_the_sdk_writes_it(tool["input_schema"]), tool["name"]
+    # …and it would rewrite the default ones (their bounds move into descriptions).
+    default = tool_schemas.BY_NAME["memory_search"].parameters
+    assert transform_schema(default) != default
 
 
 @pytest.mark.parametrize("tool", tool_schemas.TOOLS, ids=lambda t: t.name)
 def test_what_a_strict_model_sends_passes_the_strict_schema_and_the_server_check(tool):
     # A strict model sends every property, null for those it does not use.
-    strict = tool_schemas.strict_parameters(tool.parameters)
+    strict = tool_schemas.strict_parameters(tool.parameters, "anthropic")
+    jsonschema.Draft202012Validator.check_schema(strict)
+    strict_openai = tool_schemas.strict_parameters(tool.parameters)
     example = {"file": "MEMORY.md", "query": "tea", "text": "Likes tea.", "old_text": "tea",
                "new_text": "Likes green tea.", "user": "u1"}
     call = {name: (example.get(name) if name in tool.parameters["required"] or name == "user" else None)
             for name in strict["properties"]}
     jsonschema.validate(call, strict)
+    jsonschema.validate(call, strict_openai)
     checked = tool_schemas.check_arguments(tool, call)
     assert None not in checked.values()
     assert set(checked) == {name for name, value in call.items() if value is not None}
