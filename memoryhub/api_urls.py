@@ -9,6 +9,7 @@ urlpatterns = [
     # Before the file route, so "search" and "tool-schemas" are never taken for a file name.
     path("memory/search", api.MemorySearchView.as_view(), name="api-memory-search"),
     path("memory/search/<int:entry_id>", api.MemorySearchEntryView.as_view(), name="api-memory-search-entry"),
+    path("memory/notes", api.MemoryNotesView.as_view(), name="api-memory-notes"),
     path("memory/tool-schemas", api.ToolSchemasView.as_view(), name="api-memory-tool-schemas"),
     path("memory/<str:file>/entries", api.MemoryEntriesView.as_view(), name="api-memory-entries"),
     path("memory/<str:file>", api.MemoryFileView.as_view(), name="api-memory-file"),

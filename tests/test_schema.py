@@ -292,6 +292,11 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         # that: one plain note, so the 200 never depends on its luck.
         examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]},
                                        body={"content": "- Rides a gravel bike now."}, media_type="application/json"))
+    if operation.path == "/api/v1/memory/notes" and operation.method.upper() == "POST":
+        # A note needs a seeded user with an open session and a note within
+        # the 2,000 characters at once (the schema cannot state the bound).
+        examples.append(operation.Case(body={"user": USERS[0], "text": "Rides a gravel bike now."},
+                                       media_type="application/json"))
     if operation.path.endswith("/proposals/bulk"):
         # A 200 needs ids and a reason code at once (the service requires the
         # code; the schema cannot say so): one rejection by code. Items the

@@ -17,8 +17,10 @@ from memoryhub_client.errors import (
     Invalid,
     LimitExceeded,
     MemoryHubError,
+    NoOpenSession,
     NotAuthenticated,
     NotFound,
+    PendingReview,
     PermissionDenied,
     ServerError,
     SessionExpired,
@@ -34,6 +36,9 @@ from memoryhub_client.models import (
     LogAppended,
     LogEntry,
     MemoryFile,
+    Note,
+    NoteSaved,
+    PendingChange,
     SearchHit,
     Section,
     Session,
@@ -47,3 +52,4 @@ __all__ = [
     "PermissionDenied", "SearchHit", "Section", "ServerError", "Session", "SessionEnded", "SessionExpired",
     "Throttled", "TimedOut", "Unavailable", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",
 ]
+__all__ += ["NoOpenSession", "Note", "NoteSaved", "PendingChange", "PendingReview"]
