@@ -39,6 +39,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from memoryhub.scanning import learned
 from memoryhub.scanning.base import Finding, Phrase, Views, negated, phrase, quote, register_stems, views
 
 # Where a clause ends. A dot ends one only before a space or the end:
@@ -667,14 +668,15 @@ def _cues(view: Views) -> list[Directive]:
     return found
 
 
-def analyse(normalized: str) -> Verdict:
-    """The structure model's verdict on a normalised text (memoised per
-    text within the views cache)."""
-    view = views(normalized)
-    cached = view.memo("structure")
-    if isinstance(cached, Verdict):
-        return cached
-    directives = _overrides(view) + _disclosures(view) + _cues(view)
+# The learned cue (scanning/learned.py): read only in text long enough to
+# set up a jailbreak that already carries a persona cue the rules cannot
+# settle alone. (Claimed authority is left out: a "[REDACTED:…]" marker in
+# a note reads as one, and the cue was trained on jailbreaks, not notes.)
+LEARNED_MIN_CHARS = 200
+_LEARNED_STRONG = 2.5
+
+
+def _scores(directives: list[Directive]) -> dict[str, int]:
     # Each kind of cue counts once, at its strongest.
     strongest: dict[tuple[str, str], int] = {}
     for directive in directives:
@@ -684,6 +686,39 @@ def analyse(normalized: str) -> Verdict:
     for (family, _kind), weight in strongest.items():
         if family in scores:
             scores[family] += weight
+    return scores
+
+
+def _resemblance(normalized: str, scores: dict[str, int]) -> Directive | None:
+    """How much the text's opening reads like the jailbreaks the learned cue
+    was trained on: two points above its threshold, three well above it."""
+    if len(normalized) < LEARNED_MIN_CHARS or not scores["persona"]:
+        return None
+    score = learned.score(normalized)
+    weight = 3 if score > _LEARNED_STRONG else 2 if score > 0 else 0
+    if not weight:
+        return None
+    end = _clause_end(normalized, 0) or min(len(normalized), 80)
+    return Directive(kind="reads like a jailbreak", family="persona", addressee="the agent",
+                     action=f"learned score {score:+.1f}", target="", weight=weight, start=0, end=end)  # fmt: skip
+
+
+def analyse(normalized: str) -> Verdict:
+    """The structure model's verdict on a normalised text (memoised per
+    text within the views cache)."""
+    view = views(normalized)
+    cached = view.memo("structure")
+    if isinstance(cached, Verdict):
+        return cached
+    directives = _overrides(view) + _disclosures(view) + _cues(view)
+    scores = _scores(directives)
+    if sum(scores.values()) < THRESHOLD:
+        resemblance = _resemblance(normalized, scores)
+        # Only a resemblance that completes the case is kept: alone, or
+        # short of the threshold, it is no directive a reviewer could read.
+        if resemblance is not None and sum(_scores([*directives, resemblance]).values()) >= THRESHOLD:
+            directives.append(resemblance)
+            scores = _scores(directives)
     # A claimed system turn or a dictated answer inside a persona set-up is
     # one attack: the families pool their points.
     pooled = scores["persona"] + scores["injected"]

@@ -805,6 +805,9 @@ KNOWN_VERSIONS = {
     "2026.12.3": "582a60be543ff45b",
     # Issue 20: special categories of personal data in words (pii.scan_personal).
     "2026.12.4": "7ac2c48638785958",
+    # Issue 19, second pass: the learned cue (wordllama embeddings, weights
+    # built from the dev split), structural disclosure and persona cues.
+    "2026.12.5": "ef49d301b90fc836",
 }
 
 

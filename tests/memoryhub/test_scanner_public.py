@@ -36,7 +36,7 @@ SHORT_OF_TARGET = {
     ("heldout", "sysprompt"): 0.72,  # 16/22
 }
 FLAGGED_SHORT_OF_TARGET = {
-    ("heldout", "prose"): 0.05,  # 7/143, all in package READMEs, as many as before the redesign
+    ("heldout", "prose"): 0.056,  # 8/143: 7 package READMEs (2026.12.3) and a stdlib docstring (2026.12.5)
 }
 
 
