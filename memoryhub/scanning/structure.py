@@ -669,11 +669,13 @@ def _cues(view: Views) -> list[Directive]:
 
 
 # The learned cue (scanning/learned.py): read only in text long enough to
-# set up a jailbreak that already carries a persona cue the rules cannot
-# settle alone. (Claimed authority is left out: a "[REDACTED:…]" marker in
-# a note reads as one, and the cue was trained on jailbreaks, not notes.)
+# set up a jailbreak that already addresses the agent with a persona cue the
+# rules cannot settle alone — the cue supplies the addressee, the learned
+# resemblance the argument that its rules are off. Claimed authority and
+# "no warnings" are no addressee: a "[REDACTED:…]" marker in a note reads as
+# the one, a manual's "no warning is printed" as the other.
 LEARNED_MIN_CHARS = 200
-_LEARNED_STRONG = 2.5
+_NOT_AN_ADDRESSEE = frozenset(("no refusals",))
 
 
 def _scores(directives: list[Directive]) -> dict[str, int]:
@@ -689,18 +691,19 @@ def _scores(directives: list[Directive]) -> dict[str, int]:
     return scores
 
 
-def _resemblance(normalized: str, scores: dict[str, int]) -> Directive | None:
-    """How much the text's opening reads like the jailbreaks the learned cue
-    was trained on: two points above its threshold, three well above it."""
-    if len(normalized) < LEARNED_MIN_CHARS or not scores["persona"]:
+def _resemblance(normalized: str, directives: list[Directive]) -> Directive | None:
+    """Two points when the text's opening reads like the jailbreaks the
+    learned cue was trained on."""
+    if len(normalized) < LEARNED_MIN_CHARS:
+        return None
+    if not any(d.family == "persona" and d.kind not in _NOT_AN_ADDRESSEE for d in directives):
         return None
     score = learned.score(normalized)
-    weight = 3 if score > _LEARNED_STRONG else 2 if score > 0 else 0
-    if not weight:
+    if score <= 0:
         return None
     end = _clause_end(normalized, 0) or min(len(normalized), 80)
     return Directive(kind="reads like a jailbreak", family="persona", addressee="the agent",
-                     action=f"learned score {score:+.1f}", target="", weight=weight, start=0, end=end)  # fmt: skip
+                     action=f"learned score {score:+.1f}", target="", weight=2, start=0, end=end)  # fmt: skip
 
 
 def analyse(normalized: str) -> Verdict:
@@ -713,7 +716,7 @@ def analyse(normalized: str) -> Verdict:
     directives = _overrides(view) + _disclosures(view) + _cues(view)
     scores = _scores(directives)
     if sum(scores.values()) < THRESHOLD:
-        resemblance = _resemblance(normalized, scores)
+        resemblance = _resemblance(normalized, directives)
         # Only a resemblance that completes the case is kept: alone, or
         # short of the threshold, it is no directive a reviewer could read.
         if resemblance is not None and sum(_scores([*directives, resemblance]).values()) >= THRESHOLD:
