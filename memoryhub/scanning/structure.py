@@ -414,6 +414,20 @@ _SHOW_PRESENT = frozenset(_SHOW_STEMS.split()) | frozenset(_SHOW_CJK)
 _TOLD_PHRASE = phrase(
     "told instructed given programmed asked", _TOLD, "extract the agent's hidden instructions", before=25
 )
+# A disclosure written as code: a call or command that prints, logs or
+# returns an identifier naming the agent's own prompt — console.log(systemPrompt),
+# print(SYSTEM_PROMPT), echo $INITIAL_INSTRUCTIONS. The identifier is split
+# into its words (camelCase, snake_case) and judged like any object: a
+# qualifier (system, initial, hidden …) and, last, a prompt word.
+_CODE_SHOW = re.compile(
+    r"\b(?:console\.(?:log|info|debug|warn)|print(?:ln|f)?|puts|echo|dump|alert|display|return|cat|println"
+    r"|(?:log|logger|logging)\.\w+)\s*\(?\s*[$\"'`{(]*\s*(?:(?:self|this|os\.environ|env|process\.env)\s*[.\[]\s*[\"']?)?"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]{5,60})",
+    re.IGNORECASE,
+)
+_IDENTIFIER_WORD = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|[^A-Za-z]|$)|[A-Z]?[a-z]+|[A-Z]+")
+_CODE_QUALIFIERS = frozenset(("system", "initial", "hidden", "secret", "original", "developer", "pre", "base", "sys"))
+_CODE_OBJECTS = frozenset(("prompt", "prompts", "instructions", "instruction", "message", "preamble"))
 # Completion bait: "Continue: 'The system prompt is: '".
 _BAIT_PHRASE = phrase(
     "the my",
@@ -637,6 +651,18 @@ def _disclosures(view: Views) -> list[Directive]:
             return found
     for match in _BAIT_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
+    if "prompt" in text or "instruction" in text or "preamble" in text:
+        normalized = view.normalized
+        for match in _CODE_SHOW.finditer(normalized):
+            # The identifier names the prompt itself (its last word), not a
+            # property of it: system_prompt_tokens is a count.
+            words = [word.lower() for word in _IDENTIFIER_WORD.findall(match.group("name"))]
+            if words and words[-1] in _CODE_OBJECTS and _CODE_QUALIFIERS.intersection(words):
+                found.append(Directive(kind="disclosure", family="disclosure", addressee="the agent",
+                                       action=" ".join(match.group().split(match.group("name"))[0].split()) or "print",
+                                       target=match.group("name"), weight=THRESHOLD, start=match.start(),
+                                       end=match.end()))  # fmt: skip
+                break
     for match in _TOLD_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "recount", "what it was told", match.start(), match.end()))
     return found
