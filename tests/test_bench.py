@@ -47,7 +47,6 @@ SMOKES: dict[str, Smoke] = {
     "load.py": Smoke(("--agents", "2", "--seconds", "1", "--workers", "1", "--threads", "2"), "errors 0",
                      postgres=True),
     "scanner.py": Smoke(("--iterations", "5", "--chars", "500"), "scan_all"),
-    "scanner_holdout.py": Smoke(("--split", "dev", "--limit", "40"), "per class"),
     "search.py": Smoke(("--entries", "200", "--pairs", "100", "--queries", "20"), "end to end", postgres=True),
 }
 
