@@ -47,6 +47,8 @@ SMOKES: dict[str, Smoke] = {
     "load.py": Smoke(("--agents", "2", "--seconds", "1", "--workers", "1", "--threads", "2"), "errors 0",
                      postgres=True),
     "scanner.py": Smoke(("--iterations", "5", "--chars", "500"), "scan_all"),
+    # The dev split: a smoke run has no business printing held-out rates.
+    "scanner_holdout.py": Smoke(("--split", "dev"), "per class"),
     "search.py": Smoke(("--entries", "200", "--pairs", "100", "--queries", "20"), "end to end", postgres=True),
 }
 

@@ -292,6 +292,12 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         # that: one plain note, so the 200 never depends on its luck.
         examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]},
                                        body={"content": "- Rides a gravel bike now."}, media_type="application/json"))
+    if operation.path.endswith("/proposals/bulk"):
+        # A 200 needs ids and a reason code at once (the service requires the
+        # code; the schema cannot say so): one rejection by code. Items the
+        # reviewer cannot decide are answered per item, inside the 200.
+        examples.append(operation.Case(body={"ids": [1, 2], "action": "reject", "reason_code": "duplicate"},
+                                       media_type="application/json"))
     if operation.path.endswith("/versions"):
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))
