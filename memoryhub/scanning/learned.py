@@ -46,8 +46,6 @@ class _Known:
         self.vectors = np.zeros((1024, width), dtype=np.float32)
 
     def add(self, batch: list[str]) -> None:
-        if len(self.rows) + len(batch) > _MAX_KNOWN_WORDS:
-            self.rows.clear()
         needed = len(self.rows) + len(batch)
         if needed > len(self.vectors):
             grown = np.zeros((max(needed, 2 * len(self.vectors)), self.vectors.shape[1]), dtype=np.float32)
@@ -104,6 +102,10 @@ def embed(text: str) -> np.ndarray:
     known = _KNOWN[0]
     with _LOCK:
         missing = list(dict.fromkeys(word for word in found if word not in known.rows))
+        if len(known.rows) + len(missing) > _MAX_KNOWN_WORDS:
+            # Full: start again with this text's words.
+            known.rows.clear()
+            missing = list(dict.fromkeys(found))
         if missing:
             known.add(missing)
         rows = [known.rows[word] for word in found]

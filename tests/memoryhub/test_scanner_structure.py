@@ -386,3 +386,13 @@ def test_a_call_that_prints_the_agents_own_prompt_is_a_disclosure(text: str) -> 
 )  # fmt: skip
 def test_code_about_other_prompts_passes(text: str) -> None:
     assert scan(text) is None, scan(text)
+
+
+def test_the_learned_cue_scores_the_same_when_its_word_table_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = normalize(ARGUED_JAILBREAK)
+    expected = learned.score(text)
+    # A table too small for two texts: each new text clears it first.
+    monkeypatch.setattr(learned, "_MAX_KNOWN_WORDS", len(learned.words(text)) + 5)
+    learned.score(normalize(TRIP_REQUEST))
+    assert learned.score(text) == pytest.approx(expected, abs=1e-5)
+    assert len(learned._KNOWN[0].rows) <= len(learned.words(text)) + 5
