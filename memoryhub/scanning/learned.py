@@ -34,7 +34,7 @@ CHARS = 2000
 # Bounded like the word index: when full, it starts again.
 _MAX_KNOWN_WORDS = 65536
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # embed() holds it while add() may reach _model()
 _MODEL: list[Any] = []
 
 

@@ -807,7 +807,7 @@ KNOWN_VERSIONS = {
     "2026.12.4": "7ac2c48638785958",
     # Issue 19, second pass: the learned cue (wordllama embeddings, weights
     # built from the dev split), structural disclosure and persona cues.
-    "2026.12.5": "6d0d0374837df384",
+    "2026.12.5": "a5f4fbf475385261",
 }
 
 
