@@ -3,7 +3,7 @@ class, for one split (default: the held-out one). It prints rates only,
 never a case: the held-out split is not read case by case while rules
 change (docs/scanner.md, "Held-out discipline").
 
-    .venv/bin/python bench/scanner_holdout.py [--split dev|heldout]
+    .venv/bin/python bench/scanner_holdout.py [--split dev|heldout] [--limit N]
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from tests.scanner_corpus.public import load  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", choices=("dev", "heldout"), default="heldout")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N cases (a smoke run)")
     args = parser.parse_args()
     counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     by_class: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for case in load(args.split):
+    cases = load(args.split)
+    for case in cases[: args.limit] if args.limit else cases:
         if case.harmless:
             continue
         hit = scanner.scan(case.text) is not None

@@ -5,7 +5,7 @@ agents × 100 users, 100 entries each over ten sessions and a year — into
 the PostgreSQL database named by DATABASE_URL (bulk-loaded with COPY, the
 indexes of migration 0004 built afterwards), then times
 `memoryhub.search.search()` in process, each query scoped to one random pair,
-and prints p50/p95/p99 by kind of query. Target: p95 < 20 ms. A benchmark,
+and prints p50/p95/p99 by kind of query. Target: p95 ≤ 50 ms at 100,000 entries, ≤ 100 ms at 1,000,000. A benchmark,
 not a test: it asserts nothing.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mh_search_bench \\
@@ -34,6 +34,7 @@ import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -208,7 +209,6 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def run(*, count: int, seed: int) -> None:
-    from django.db import connection
 
     from memoryhub import search
     from memoryhub.models import Agent
@@ -216,30 +216,39 @@ def run(*, count: int, seed: int) -> None:
     rng = random.Random(seed)
     agents = list(Agent.objects.filter(workspace__slug=WORKSPACE))
     kinds = queries(rng)
-    plan_agent = agents[0]
-    with connection.cursor() as cursor:
-        vector = search._PG_VECTOR.format(alias="memoryhub_logentry")
-        cursor.execute(
-            f"EXPLAIN SELECT id FROM memoryhub_logentry WHERE {vector} @@ {search._pg_query('%s')} "
-            "AND agent_id = %s AND user_ref = %s",
-            ["refund", "refund", plan_agent.pk, "user-1"],
-        )
-        plan = "\n    ".join(row[0] for row in cursor.fetchall())
-    print(f"plan for one common word in one pair:\n    {plan}")
+    # The semantic index: what the worker's task does for each pair, timed
+    # (the embedding alone and the whole task with its reads and inserts).
+    from memoryhub.models import EntryVector
+    from memoryhub.search import embedding, index, semantic
 
-    # The ranking step alone (SQL and row building, no scanner), timed by
-    # wrapping the keyword backend of this process.
+    if EntryVector.objects.count() < 100:
+        texts = list(index.LogEntry.objects.values_list("content", flat=True)[:20_000])
+        semantic.embed(texts[:10])
+        start = time.perf_counter()
+        semantic.embed(texts)
+        print(f"embedding throughput: {len(texts) / (time.perf_counter() - start):,.0f} entries/s on one core "
+              f"(wordllama {semantic.DIM}-d, {len(texts):,} log entries)")
+        start, made = time.perf_counter(), 0
+        for agent in agents:
+            for user in range(100):
+                made += embedding.embed_scope(agent=agent, user_ref=f"user-{user}")
+        print(f"worker task over every pair: {made / (time.perf_counter() - start):,.0f} entries/s "
+              f"({made:,} vectors, reads and inserts included)")
+
+    writes(rounds=max(200, count // 5))
+
+    # Reading the scope (the SQL of a search), timed by wrapping it.
     ranking: list[float] = []
-    backend_rank = search.KeywordBackend.rank
+    read_scope = index.scope_docs
 
-    def timed_rank(self: search.KeywordBackend, **kwargs: object) -> list[search.Candidate]:
+    def timed_scope(**kwargs: Any) -> list[index.Doc]:
         start = time.perf_counter()
         try:
-            return backend_rank(self, **kwargs)  # type: ignore[arg-type]
+            return read_scope(**kwargs)
         finally:
             ranking.append((time.perf_counter() - start) * 1000)
 
-    search.KeywordBackend.rank = timed_rank  # type: ignore[method-assign]
+    index.scope_docs = timed_scope  # type: ignore[assignment]
 
     cpu: list[float] = []
 
@@ -287,12 +296,42 @@ def run(*, count: int, seed: int) -> None:
                   f"{percentile(values, 0.5):.2f} | {percentile(values, 0.95):.2f} | {percentile(values, 0.99):.2f} |")
         print(f"| **all, end to end** | {len(everything):,} | | {percentile(everything, 0.5):.2f} | "
               f"{percentile(everything, 0.95):.2f} | {percentile(everything, 0.99):.2f} |")
-        print(f"| of which ranking (SQL) | {len(sql):,} | | {percentile(sql, 0.5):.2f} | "
+        print(f"| of which reading the scope (SQL) | {len(sql):,} | | {percentile(sql, 0.5):.2f} | "
               f"{percentile(sql, 0.95):.2f} | {percentile(sql, 0.99):.2f} |")
         print(f"| Python CPU of the search | {len(cpu):,} | | {percentile(cpu, 0.5):.2f} | "
               f"{percentile(cpu, 0.95):.2f} | {percentile(cpu, 0.99):.2f} |")
         p95 = percentile(everything, 0.95)
-        print(f"\np95 {p95:.2f} ms end to end against a target of 20 ms: {'met' if p95 < 20 else 'NOT met'}")
+        print(f"\np95 {p95:.2f} ms end to end against a target of 50 ms: {'met' if p95 < 50 else 'NOT met'}")
+
+
+def writes(*, rounds: int) -> None:
+    """Log appends side by side, alternating in one run: to a pair whose
+    texts all have vectors and that was searched (so the index is live for
+    it), and to a pair the index has never seen. The write path does no
+    index work (vectors are the worker's), so the ratio shows what the
+    index costs a write: nothing beyond noise."""
+    from memoryhub import search, services
+    from memoryhub.models import Agent, Workspace
+    from memoryhub.search import embedding
+
+    workspace, _ = Workspace.objects.get_or_create(slug="search-bench-writes", defaults={"name": "Search writes"})
+    agent = Agent.objects.filter(workspace=workspace).first() or Agent.objects.create(
+        workspace=workspace, slug="bench-writes", name="bench writes")
+    batch = [{"role": "note", "content": f"Customer asked about brake pads and invoice {n}."} for n in range(10)]
+    times: dict[str, list[float]] = {"indexed pair": [], "pair without index": []}
+    for n in range(rounds):
+        pairs = [("indexed pair", "indexed"), ("pair without index", "plain")]
+        for label, user in pairs if n % 2 else pairs[::-1]:  # each goes first every other round
+            session = services.start_session(agent=agent, user_ref=user)
+            start = time.perf_counter()
+            services.append_log(session=session, entries=batch)
+            times[label].append((time.perf_counter() - start) * 1000)
+        if n == 0:
+            embedding.embed_scope(agent=agent, user_ref="indexed")
+            search.search(agent=agent, user_ref="indexed", query="brake invoice")
+    a, b = (statistics.median(v) for v in times.values())
+    print(f"\nlog appends of 10 entries, {rounds} rounds alternating: indexed pair {a:.2f} ms, "
+          f"pair without index {b:.2f} ms (median); ratio {a / b:.3f}")
 
 
 def main() -> None:

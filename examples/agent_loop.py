@@ -5,8 +5,8 @@
     python examples/agent_loop.py --user cust-1042 "Please email me from now on, no more calls."
 
 The turn: start a session (its context is frozen) → read the assembled
-context → call the model with the memory tools (GET /api/v1/memory/tool-
-schemas?format=openai) → run each tool call through memoryhub-client (entry
+context → call the model with the memory tools in strict mode (GET /api/v1/
+memory/tool-schemas?format=openai&strict=true) → run each tool call through memoryhub-client (entry
 writes answer at once, or go to review) → feed the results back until the
 model answers → append the turn to the session log → end the session. It
 prints the model's answer on stdout and one line per tool call on stderr.
@@ -31,9 +31,17 @@ def run_tool(hub: MemoryHub, name: str, args: dict[str, Any], user: str) -> str:
     """One memory tool call, answered as text for the model. A refused call
     (bad arguments, unsafe content, ambiguous text…) is an answer too: the
     model reads the reason and can try again."""
-    if args.get("file") in USER_FILES or name == "memory_search":
+    # A strict-mode model sends every argument, null for those it does not use.
+    args = {key: value for key, value in args.items() if value is not None}
+    if args.get("file") in (*USER_FILES, "notes") or name in ("memory_search", "memory_note"):
         args.setdefault("user", user)  # this turn's user, unless the model named one
     try:
+        if name == "memory_note":
+            saved = hub.note(args["text"], user=args["user"], session=args.get("session"))
+            return f"Noted in session {saved.session}'s log."
+        if name == "memory_view" and args["file"] == "notes":
+            notes = hub.notes(user=args["user"])
+            return "\n".join(f"{note.created_at:%Y-%m-%d %H:%M} {note.text}" for note in notes) or "No notes."
         if name == "memory_view":
             file = hub.read(args["file"], user=args.get("user"))
             return f"{file.file} v{file.version} ({file.chars}/{file.limit} chars):\n{file.content or '(empty)'}"
@@ -62,7 +70,7 @@ def run_tool(hub: MemoryHub, name: str, args: dict[str, Any], user: str) -> str:
 def agent_turn(hub: MemoryHub, model: openai.OpenAI, model_name: str, user: str, message: str) -> str:
     session = hub.start_session(user)
     context = hub.context(user, session=session.id)
-    tools = hub.tool_schemas("openai")
+    tools = hub.tool_schemas("openai", strict=True)  # for structured outputs; the server reads null as absent
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": context.system_prompt},
         {"role": "user", "content": message},

@@ -244,6 +244,8 @@ class MemoryFileView(AgentAPIView):
                 # The text as a model should be handed it: inside data
                 # markers when the agent spotlights (USER.md, MEMORY.md).
                 "as_data": context.as_data(agent=self.agent, kind=view.kind, text=served.text),
+                "pending_review": [change.as_dict() for change in services.own_pending_changes(
+                    agent=self.agent, kind=view.kind, user_ref=user_param(request, required=False))],
             }
         )
 
@@ -379,18 +381,23 @@ class SessionLogView(AgentAPIView):
 
 
 class SessionEndView(AgentAPIView):
+    class InputSerializer(serializers.Serializer):
+        # The length is the service's rule (422 limit_exceeded), as for memory_note.
+        note = TextField(required=False, trim_whitespace=False,
+                         help_text="A final note (as memory_note) logged before the session ends.")
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         ended_at = serializers.DateTimeField()
 
     @extend_schema(
-        operation_id="end_session", request=None,
-        responses={200: OutputSerializer, **error_responses(401, 403, 404, 429)},
+        operation_id="end_session", request=InputSerializer,
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 410, 422, 429)},
     )
     def post(self, request: Request, session_id: int) -> Response:
-        session = services.end_session(
-            session=services.get_session(agent=self.agent, session_id=session_id)
-        )
+        session = services.get_session(agent=self.agent, session_id=session_id)
+        data = parse_body(self.InputSerializer, request)
+        session = services.end_session_with_note(session=session, note=data.get("note"))
         return Response({"id": session.pk, "ended_at": session.ended_at})
 
 
@@ -509,6 +516,63 @@ class MemoryEntriesView(AgentAPIView):
         return write_answer(file=file, result=result)
 
 
+# --- notes: saved before compaction (services.notes) -------------------------------------------------------
+
+
+class NoteOutputSerializer(serializers.Serializer):
+    entry = serializers.IntegerField()
+    session = serializers.IntegerField()
+    text = serializers.CharField(help_text="Re-scanned: a part a scanner rule catches reads [BLOCKED: rule].")
+    created_at = serializers.DateTimeField()
+    blocked = serializers.ListField(child=serializers.CharField())
+
+
+class MemoryNotesView(AgentAPIView):
+    """The `memory_note` tool over REST: a short note appended to a session
+    log of this agent and user (role `note`, scanned like any log entry),
+    and the pair's notes of the last two days. Never injected into a context."""
+
+    class InputSerializer(serializers.Serializer):
+        user = TextField(max_length=255, trim_whitespace=False)
+        text = TextField(trim_whitespace=False, max_length=services.MAX_LOG_ENTRY_CHARS,
+                         help_text=f"At most {tool_schemas.NOTE_MAX:,} characters (422 limit_exceeded above).")
+        session = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1,
+                                           help_text="Default: the pair's most recent open session.")
+
+    class SavedSerializer(serializers.Serializer):
+        entry = serializers.IntegerField()
+        session = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+        redacted = serializers.IntegerField()
+        redacted_rules = serializers.ListField(child=serializers.CharField())
+
+    class ListSerializer(serializers.Serializer):
+        days = serializers.IntegerField()
+        notes = NoteOutputSerializer(many=True)
+
+    @extend_schema(
+        operation_id="add_memory_note", request=InputSerializer, parameters=[idempotency.PARAMETER],
+        responses={201: SavedSerializer, **error_responses(400, 401, 403, 404, 409, 410, 422, 429)},
+    )
+    @idempotency.idempotent
+    def post(self, request: Request) -> Response:
+        data = parse_body(self.InputSerializer, request)
+        saved = services.add_note(agent=self.agent, user_ref=data["user"], text=data["text"],
+                                  session_id=data.get("session"))
+        return Response({"entry": saved.entry.pk, "session": saved.session.pk, "created_at": saved.entry.created_at,
+                         "redacted": saved.redacted, "redacted_rules": saved.redacted_rules},
+                        status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        operation_id="list_memory_notes",
+        parameters=[OpenApiParameter("user", USER_SCHEMA, OpenApiParameter.QUERY, required=True)],
+        responses={200: ListSerializer, **error_responses(400, 401, 403, 429)},
+    )
+    def get(self, request: Request) -> Response:
+        notes = services.recent_notes(agent=self.agent, user_ref=user_param(request))
+        return Response({"days": services.NOTES_DAYS, "notes": [note.as_dict() for note in notes]})
+
+
 class FormatIsAParameter(DefaultContentNegotiation):
     """DRF reads `?format=` as a renderer name and answers 404 for any it does
     not know; on the tool-schemas route it names the schema dialect (API.md)."""
@@ -525,16 +589,27 @@ class ToolSchemasView(AgentAPIView):
     class OutputSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=list(tool_schemas.FORMATS))
         tools = serializers.ListField(child=serializers.DictField())
+        strict = serializers.BooleanField(required=False, help_text="Present (true) for ?strict=true.")
 
     @extend_schema(
         operation_id="memory_tool_schemas",
-        parameters=[OpenApiParameter("format", str, OpenApiParameter.QUERY, enum=list(tool_schemas.FORMATS),
-                                     default="openai")],
+        parameters=[
+            OpenApiParameter("format", str, OpenApiParameter.QUERY, enum=list(tool_schemas.FORMATS),
+                             default="openai"),
+            OpenApiParameter("strict", str, OpenApiParameter.QUERY, enum=["true", "false"], default="false",
+                             description="true: for OpenAI structured outputs / Anthropic strict tool use "
+                             "(`strict: true`, every property required, optional ones nullable); openai and "
+                             "anthropic only."),
+        ],
         responses={200: OutputSerializer, **error_responses(400, 401, 403, 429)},
     )
     def get(self, request: Request) -> Response:
         fmt = request.query_params.get("format", "openai")
-        return Response({"format": fmt, "tools": tool_schemas.render(fmt)})
+        strict = strict_param(request)
+        body: dict[str, Any] = {"format": fmt, "tools": tool_schemas.render(fmt, strict=strict)}
+        if strict:
+            body["strict"] = True
+        return Response(body)
 
 
 # --- Claude's memory tool (memory_20250818) ---------------------------------------------------------------
@@ -648,3 +723,10 @@ class MemoryVersionsView(AgentAPIView):
              "current": row.version == latest}
             for row in rows
         ]})
+
+
+def strict_param(request: Request) -> bool:
+    value = request.query_params.get("strict", "false")
+    if value not in ("true", "false"):
+        raise errors.Invalid(f"strict must be true or false, not {value[:40]!r}.", field="strict")
+    return value == "true"

@@ -10,6 +10,7 @@ urlpatterns = [
     path("memory/search", api.MemorySearchView.as_view(), name="api-memory-search"),
     path("memory/search/<int:entry_id>", api.MemorySearchEntryView.as_view(), name="api-memory-search-entry"),
     path("memory/claude-memory", api.ClaudeMemoryView.as_view(), name="api-memory-claude"),
+    path("memory/notes", api.MemoryNotesView.as_view(), name="api-memory-notes"),
     path("memory/tool-schemas", api.ToolSchemasView.as_view(), name="api-memory-tool-schemas"),
     path("memory/<str:file>/versions", api.MemoryVersionsView.as_view(), name="api-memory-versions"),
     path("memory/<str:file>/entries", api.MemoryEntriesView.as_view(), name="api-memory-entries"),

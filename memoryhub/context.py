@@ -60,6 +60,10 @@ def on_demand_files(strategy: str) -> tuple[FileKind, ...]:
 
 
 SEARCH_FIRST = "Before acting on a user's request, search memory for what you already know about it."
+# The flush before compaction the seeds ask for (OpenClaw's silent turn):
+# the note lands in the session log, where the next consolidation reads it.
+NOTE_BEFORE_COMPACTION = ("Before your conversation history is compacted, and before the session ends, save what "
+                          "matters for next time with memory_note.")
 
 
 # --- memory served as data ("spotlighting", Hines et al. 2024) ---------------------------
@@ -104,7 +108,8 @@ def prompt_hint(files: Sequence[str], *, over_limit: Sequence[str] = (), spotlig
         first = f"You have memory tools. Load {files[0]} when needed."
     else:
         first = f"You have memory tools. Load {', '.join(files[:-1])} and {files[-1]} when needed."
-    return "\n\n".join([f"{first} {SEARCH_FIRST}", *over_limit, *([SPOTLIGHT_RULE] if spotlighting else [])])
+    return "\n\n".join([f"{first} {SEARCH_FIRST} {NOTE_BEFORE_COMPACTION}", *over_limit,
+                        *([SPOTLIGHT_RULE] if spotlighting else [])])
 
 
 def over_limit_line(*, kind: str, chars: int, limit: int) -> str:

@@ -137,3 +137,18 @@ class PersonalDataUnacknowledged(DomainError):
 
     code = "personal_data"
     status = 409
+
+
+class PendingReview(DomainError):
+    """The text an entry operation names exists only in one of the agent's
+    own proposals still waiting for review (services.pending)."""
+
+    code = "pending_review"
+    status = 409
+
+
+class NoOpenSession(DomainError):
+    """A note needs a session to log to, and the pair has none open."""
+
+    code = "no_open_session"
+    status = 409

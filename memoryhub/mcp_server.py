@@ -55,7 +55,8 @@ INSTRUCTIONS = (
     "Governed long-term memory for this agent. Before acting on a user's request, search memory "
     "(memory_search) for what you already know. Load USER.md and MEMORY.md with memory_view when needed. "
     "Change memory one entry at a time with memory_add, memory_replace and memory_remove; writes may go to "
-    "human review before they are served."
+    "human review before they are served. Before your conversation history is compacted, save what matters "
+    "with memory_note."
 )
 
 
@@ -73,6 +74,52 @@ def _usage(agent: Agent, kind: str, chars: int) -> str:
 
 
 def _view(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+    if args["file"] == tool_schemas.NOTES_FILE:
+        return _notes(agent, args)
+    answer = _view_file(agent, args)
+    return _with_pending(agent, args, answer)
+
+
+def _with_pending(agent: Agent, args: dict[str, Any], answer: ToolAnswer) -> ToolAnswer:
+    """The file's answer, and after it, apart and marked, this agent's own
+    proposals on the file that wait for review (services.pending)."""
+    changes = services.own_pending_changes(agent=agent, kind=args["file"], user_ref=args.get("user"))
+    data = {**answer.data, "pending_review": [change.as_dict() for change in changes]}
+    if not changes:
+        return ToolAnswer(answer.text, data)
+    lines = ["", "---", f"PENDING REVIEW — your own changes to {args['file']} that are NOT served yet (a person "
+             "must approve them first; they are not part of the file above):"]
+    for change in changes:
+        lines.append(f"* proposal #{change.proposal}, filed {change.created_at:%Y-%m-%d %H:%M} UTC:")
+        lines += [f"  + {entry}" for entry in change.adds]
+        lines += [f"  - {entry}" for entry in change.removes]
+    pending = context.as_data(agent=agent, kind=args["file"], text="\n".join(lines[3:]))
+    return ToolAnswer("\n".join([answer.text, *lines[:3], pending]), data)
+
+
+def _notes(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+    if not args.get("user"):
+        raise errors.Invalid("Pass `user`: notes belong to one user's conversations.", field="user")
+    notes = services.recent_notes(agent=agent, user_ref=args["user"])
+    data = {"file": tool_schemas.NOTES_FILE, "days": services.NOTES_DAYS, "notes": [n.as_dict() for n in notes]}
+    if not notes:
+        return ToolAnswer(f"You saved no notes with this user in the last {services.NOTES_DAYS} days.", data)
+    lines = [f"{n.created_at:%Y-%m-%d %H:%M} UTC (session {n.session}): {n.text}" for n in notes]
+    header = f"Your notes with this user, last {services.NOTES_DAYS} days (not memory; not in your context):"
+    return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind='search', text=chr(10).join(lines))}", data)
+
+
+def _note(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+    saved = services.add_note(agent=agent, user_ref=args["user"], text=args["text"], session_id=args.get("session"))
+    data = {"entry": saved.entry.pk, "session": saved.session.pk, "created_at": saved.entry.created_at.isoformat(),
+            "redacted": saved.redacted, "redacted_rules": saved.redacted_rules}
+    text = f"Noted in session {saved.session.pk}'s log (entry {saved.entry.pk})."
+    if saved.redacted:
+        text += f" {saved.redacted} secret(s) were replaced by [REDACTED:…] before storing."
+    return ToolAnswer(text, data)
+
+
+def _view_file(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
     view = services.read_memory(agent=agent, kind=args["file"], user_ref=args.get("user"))
     served = context.serve_file(content=view.content, withheld=view.withheld)
     data = {
@@ -96,7 +143,8 @@ def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
         return ToolAnswer(f"Nothing in memory matches {args['query']!r}.", {"results": []})
     lines = []
     for number, hit in enumerate(results, start=1):
-        where = hit["file"] if hit["source"] == "file" else f"log of session {hit['session']}, {hit['created_at']}"
+        where = (f"{hit['file']} line {hit['line']}" if hit["source"] == "file"
+                 else f"log entry {hit['entry']} of session {hit['session']}, {hit['created_at']}")
         lines.append(f"{number}. [{where}] {hit['snippet']}")
     return ToolAnswer(context.as_data(agent=agent, kind="search", text="\n".join(lines)), {"results": results})
 
@@ -150,6 +198,7 @@ HANDLERS: dict[str, Callable[[Agent, dict[str, Any]], ToolAnswer]] = {
     "memory_add": _add,
     "memory_replace": _replace,
     "memory_remove": _remove,
+    "memory_note": _note,
 }
 assert set(HANDLERS) == set(tool_schemas.BY_NAME), "every defined tool has a handler, and only those"
 

@@ -804,3 +804,26 @@ class ErasureRecord(models.Model):
 
     def __str__(self) -> str:
         return f"Erasure {self.subject_hash[:12]} ({self.workspace})"
+
+
+class EntryVector(models.Model):
+    """The semantic index (memoryhub.search.semantic): one embedding per
+    distinct text of a log entry or a memory-file entry, per (agent, user)
+    scope (`user_ref` empty for the agent's own files), keyed by the text's
+    digest and computed by the worker. 256 int8 components (wordllama's
+    vector scaled to the int8 range; cosine ignores the scale). Erasure and
+    retention delete the rows of the texts they redact."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    user_ref = models.CharField(max_length=255, blank=True, default="")
+    content_hash = models.CharField(max_length=32)
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "user_ref", "content_hash"], name="entryvector_scope_hash"),
+        ]
+
+    def __str__(self) -> str:
+        return f"vector {self.content_hash[:8]} ({self.agent_id}, {self.user_ref or '-'})"

@@ -142,7 +142,7 @@ __all__ = (
 # Bump whenever a rule changes what it finds. Stored with session snapshots
 # and part of every cache key; test_scanner pins it to rules_fingerprint(),
 # so changing a rule without bumping it fails the build.
-RULES_VERSION = "2026.12.4"
+RULES_VERSION = "2026.12.5"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a
@@ -506,6 +506,7 @@ _RULE_SOURCES = (
     "exfiltration.py",
     "injection.py",
     "decoding.py",
+    "learned.py",
     "pii.py",
     "secrets.py",
     "structure.py",
@@ -515,8 +516,8 @@ _RULE_SOURCES = (
 
 def rules_fingerprint() -> str:
     """A digest of what decides the findings: the rule modules' code (comments
-    and docstrings excluded), the confusables table, the detect-secrets
-    version and the order of RULES. test_scanner pins RULES_VERSION to it."""
+    and docstrings excluded), the confusables table, the learned cue's
+    weights, the detect-secrets and wordllama versions and the order of RULES. test_scanner pins RULES_VERSION to it."""
     digest = hashlib.sha256()
     folder = Path(__file__).with_name("scanning")
     for name in _RULE_SOURCES:
@@ -533,6 +534,8 @@ def rules_fingerprint() -> str:
                 body[0] = ast.Pass()
         digest.update(ast.dump(tree).encode())
     digest.update((folder / "confusables.json").read_bytes())
+    digest.update((folder / "learned.json").read_bytes())
     digest.update(importlib.metadata.version("detect-secrets").encode())
+    digest.update(importlib.metadata.version("wordllama").encode())
     digest.update(repr([(rule.name, rule.category) for rule in RULES]).encode())
     return digest.hexdigest()[:16]

@@ -4,6 +4,14 @@
 (name, description, input schema) and validates arguments against them, and
 `GET /api/v1/memory/tool-schemas` renders them for the OpenAI and Anthropic
 function-calling formats. Semantics are the REST API's (API.md, v1.1).
+
+`?strict=true` renders them for the providers' strict modes (OpenAI
+structured outputs, Anthropic strict tool use), derived from the same
+definitions by `strict_parameters`: every property required, the optional
+ones nullable, and only the keywords both providers' published subsets
+accept. The bounds a strict schema cannot state (lengths, ranges)
+are still checked here, by `check_arguments` against the full schema, and a
+null for an optional argument means it was left out (`absent_nulls`).
 """
 
 from __future__ import annotations
@@ -36,12 +44,9 @@ class ToolDefinition:
         return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
 
 
-_FILE = {
-    "type": "string",
-    "enum": list(FileKind.values),
-    "description": "The memory file. USER.md (what you know about this user) and MEMORY.md (long-term notes) "
-                   "belong to one user and need `user`; SOUL.md, ABOUT.md and TOOLS.md are yours and refuse it.",
-}
+_FILE_DESCRIPTION = ("The memory file. USER.md (what you know about this user) and MEMORY.md (long-term notes) "
+                   "belong to one user and need `user`; SOUL.md, ABOUT.md and TOOLS.md are yours and refuse it.")
+_FILE = {"type": "string", "enum": list(FileKind.values), "description": _FILE_DESCRIPTION}
 _USER = {
     "type": "string",
     "minLength": 1,
@@ -52,6 +57,14 @@ _REASON = {
     "type": "string",
     "maxLength": 1000,
     "description": "Why you make this change, in one sentence (kept in the file's history for reviewers).",
+}
+NOTE_MAX = 2000  # services.notes: a note is a summary, not a transcript
+NOTES_FILE = "notes"  # memory_view's pseudo-file: the pair's recent notes
+_VIEW_FILE = {
+    "type": "string",
+    "enum": [*FileKind.values, NOTES_FILE],
+    "description": _FILE_DESCRIPTION + f" `{NOTES_FILE}` (needs `user`) reads your notes of the last two days "
+                   "with this user (memory_note); they are never part of your context.",
 }
 _OLD_TEXT = {
     "type": "string",
@@ -73,12 +86,16 @@ TOOLS: tuple[ToolDefinition, ...] = (
         name="memory_view",
         description="Read one memory file as it is served now: its entries, version and how full it is. "
                     "Load USER.md and MEMORY.md when the conversation needs what you know about the user.",
-        parameters=_object({"file": _FILE, "user": _USER}, ["file"]),
+        parameters=_object({"file": _VIEW_FILE, "user": _USER}, ["file"]),
     ),
     ToolDefinition(
         name="memory_search",
         description="Search your memory files and, with `user`, that user's files and past conversation logs. "
-                    "Search before acting on a user's request, to use what you already know.",
+                    "Search before acting on a user's request, to use what you already know. Finds the words "
+                    "as written or in other forms, ids and numbers exactly (A-99812, 42.90, v2.14.3), "
+                    "misspellings, other languages, and entries that say the same in other words. Each "
+                    "result is one entry: a file's line (`file`, `line`, `text`) or a log entry (`entry`), "
+                    "with a snippet where the matched words are marked **like this**.",
         parameters=_object(
             {
                 "query": {"type": "string", "minLength": 1, "maxLength": 200,
@@ -130,12 +147,89 @@ TOOLS: tuple[ToolDefinition, ...] = (
         parameters=_object({"file": _FILE, "old_text": _OLD_TEXT, "user": _USER, "reason": _REASON},
                            ["file", "old_text"]),
     ),
+    ToolDefinition(
+        name="memory_note",
+        description="Save a short note for yourself in this conversation's log: what you learned, decided or "
+                    "promised, in your own words. Use it before your conversation history is compacted and before "
+                    "the session ends, so nothing important is lost. Notes are not memory files: consolidation "
+                    "reads them as your own summary and proposes what to keep; memory_view with file "
+                    f"`{NOTES_FILE}` reads the last two days' notes.",
+        parameters=_object(
+            {
+                "text": {"type": "string", "minLength": 1,
+                         "description": f"The note, at most {NOTE_MAX:,} characters, e.g. \"Agreed to call back "
+                                        "on Friday about the refund.\""},
+                "user": {**_USER, "description": "The end user this conversation is with."},
+                "session": {"type": "integer", "minimum": 1,
+                            "description": "The session to log to (default: the most recent open session with "
+                                           "this user)."},
+            },
+            ["text", "user"],
+        ),
+    ),
 )
 BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
-def render(fmt: str) -> list[dict[str, Any]]:
-    """The tools in one function-calling format: openai, anthropic or mcp."""
+# The keywords a strict schema keeps: the part of JSON Schema that both
+# OpenAI's structured outputs and Anthropic's strict tool use accept (OpenAI
+# refuses minLength/maxLength/default there, Anthropic every numeric and
+# string-length bound). Everything else is dropped, not translated.
+STRICT_KEYWORDS = frozenset({"type", "description", "enum", "const", "properties", "required",
+                             "additionalProperties", "items", "anyOf"})
+STRICT_FORMATS = ("openai", "anthropic")
+_NULL_NOTE = " Null when you do not need it."
+
+
+def _strict_property(schema: dict[str, Any], *, optional: bool, fmt: str) -> dict[str, Any]:
+    kept = {key: value for key, value in schema.items() if key in STRICT_KEYWORDS}
+    if not optional:
+        return kept
+    description = kept.pop("description", "") + _NULL_NOTE
+    if fmt == "anthropic":
+        # Anthropic's grammar takes a nullable value as an anyOf with a null
+        # branch, not a type list (the anthropic SDK's transform_schema
+        # leaves this form as it is).
+        return {"anyOf": [kept, {"type": "null"}], "description": description}
+    kept["type"] = [kept["type"], "null"]
+    if "enum" in kept:
+        kept["enum"] = [*kept["enum"], None]
+    return {**kept, "description": description}
+
+
+def strict_parameters(parameters: dict[str, Any], fmt: str = "openai") -> dict[str, Any]:
+    """A tool's input schema for a provider's strict mode: closed, every
+    property required, the optional ones nullable (`["string", "null"]` for
+    openai, `anyOf` with a null branch for anthropic)."""
+    if fmt not in STRICT_FORMATS:
+        raise errors.Invalid("strict applies to the openai and anthropic formats; MCP has no strict mode.",
+                             field="strict")
+    required = set(parameters["required"])
+    properties = {name: _strict_property(schema, optional=name not in required, fmt=fmt)
+                  for name, schema in parameters["properties"].items()}
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def render_strict(fmt: str) -> list[dict[str, Any]]:
+    if fmt == "openai":
+        return [{"type": "function", "function": {"name": tool.name, "description": tool.description,
+                                                  "parameters": strict_parameters(tool.parameters, fmt),
+                                                  "strict": True}}
+                for tool in TOOLS]
+    if fmt == "anthropic":
+        return [{"name": tool.name, "description": tool.description,
+                 "input_schema": strict_parameters(tool.parameters, fmt), "strict": True} for tool in TOOLS]
+    if fmt == "mcp":
+        raise errors.Invalid("strict applies to the openai and anthropic formats; MCP has no strict mode.",
+                             field="strict")
+    return render(fmt)  # the unknown format's 400
+
+
+def render(fmt: str, *, strict: bool = False) -> list[dict[str, Any]]:
+    """The tools in one function-calling format: openai, anthropic or mcp
+    (with `strict`, for the providers' strict modes)."""
+    if strict:
+        return render_strict(fmt)
     if fmt == "openai":
         return [tool.as_openai() for tool in TOOLS]
     if fmt == "anthropic":

@@ -72,5 +72,22 @@ def test_the_tool_schemas_answer_is_documented_exactly(settings) -> None:
         assert keys == ["name", "description", {"openai": "parameters", "anthropic": "input_schema",
                                                  "mcp": "inputSchema"}[fmt]]
         assert [t["function"]["name"] if fmt == "openai" else t["name"] for t in answer["tools"]] == [
-            "memory_view", "memory_search", "memory_add", "memory_replace", "memory_remove"]
+            "memory_view", "memory_search", "memory_add", "memory_replace", "memory_remove", "memory_note"]
         assert shapes[fmt] in API and shapes[fmt] in README.replace("\n", " ")
+
+
+def _without_descriptions(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_descriptions(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [_without_descriptions(v) for v in value]
+    return value
+
+
+def test_the_strict_example_is_the_served_one_but_for_descriptions(settings) -> None:
+    client = agent_client(AgentFactory())
+    served = client.get("/api/v1/memory/tool-schemas", {"format": "openai", "strict": "true"}).json()["tools"]
+    example = json.loads(re.search(r"#### Strict mode\n.*?```json\n(.*?)```", API, flags=re.S).group(1))
+    (search,) = [tool for tool in served if tool["function"]["name"] == "memory_search"]
+    assert _without_descriptions(example) == _without_descriptions(search)
+    assert "strict=True" in README and "hub.note(" in README and "pending_review" in README

@@ -78,3 +78,22 @@ def test_under_review_the_example_leaves_a_pending_proposal(live_server, openai_
     assert proposal.proposed_content == "Prefers email over phone calls.\n"
     assert f"proposal #{proposal.pk}" in openai_server.requests[1]["messages"][-1]["content"]
     assert not services.read_memory(agent=agent, kind="MEMORY.md", user_ref="cust-7").exists
+
+
+def test_the_example_sends_strict_tools_and_runs_a_strict_models_note(live_server, openai_server):
+    agent = AgentFactory()
+    key = services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
+    openai_server.reply_tool_calls(("memory_note", {"text": "Customer wants email only.", "user": None,
+                                                    "session": None}))
+    openai_server.reply("Noted.")
+
+    result = run_example(live_server, key, openai_server, "Email only, please.")
+
+    assert result.returncode == 0, result.stderr
+    first, second = openai_server.requests
+    assert all(tool["function"]["strict"] is True for tool in first["tools"])
+    assert context.NOTE_BEFORE_COMPACTION in first["messages"][0]["content"]
+    assert "Noted in session" in second["messages"][-1]["content"]
+    session = AgentSession.objects.get(agent=agent)
+    notes = LogEntry.objects.filter(session=session, role="note")
+    assert list(notes.values_list("content", flat=True)) == ["Customer wants email only."]

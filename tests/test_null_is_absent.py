@@ -157,6 +157,11 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/api/v1/sessions/{session_id}/log"): Route(
         "agent", lambda w: f"/api/v1/sessions/{w.ids['session']}/log",
         lambda w: {"entries": [{"role": "user", "content": "Hello."}]}),
+    ("POST", "/api/v1/sessions/{session_id}/end"): Route(
+        "agent", lambda w: f"/api/v1/sessions/{w.ids['session']}/end", lambda w: {"note": "Said goodbye."}),
+    ("POST", "/api/v1/memory/notes"): Route(
+        "agent", lambda w: "/api/v1/memory/notes",
+        lambda w: {"user": "u1", "text": "Likes tea, noted.", "session": w.ids["session"]}),
     ("POST", "/api/v1/subjects/{user_ref}/erasure"): Route(
         Role.ADMIN, lambda w: f"/api/v1/subjects/u1/erasure?workspace={w.agent.workspace.slug}",
         lambda w: {"reason": "Subject request 12"}),

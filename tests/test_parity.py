@@ -420,6 +420,40 @@ def answers_the_same_proposal(world: World, answer: Answer) -> None:
     assert shared == {"proposal": world.target.pk, "status": "pending", "duplicate": True}
 
 
+# --- notes and read-your-own-writes (issue 22) ---------------------------------------------------------
+
+
+def open_session(world: World) -> None:
+    services.start_session(agent=world.agent, user_ref="u1")
+
+
+def agent_note(text: str) -> dict[str, EntryPoint]:
+    """memory_note over REST and through the MCP tool (services.add_note)."""
+    return {
+        "agent_rest": lambda w, who: rest(w.agent, "post", "/api/v1/memory/notes", {"user": "u1", "text": text}),
+        "mcp": mcp("memory_note", lambda w: {"text": text, "user": "u1"}),
+    }
+
+
+def note_logged(world: World, answer: Answer) -> None:
+    from memoryhub.models import LogEntry
+
+    (entry,) = LogEntry.objects.filter(agent=world.agent)
+    assert (entry.role, entry.content, answer.data["entry"]) == ("note", "Promised a callback.", entry.pk)
+
+
+def entry_on_pending_text() -> dict[str, EntryPoint]:
+    """A replace and a remove of text only the agent's own pending proposal holds."""
+    return {
+        "agent_rest": lambda w, who: rest(w.agent, "patch", "/api/v1/memory/USER.md/entries?user=u1",
+                                          {"old_text": "coffee", "new_text": "- drinks tea"}),
+        "agent_rest_entries": lambda w, who: rest(w.agent, "delete", "/api/v1/memory/USER.md/entries?user=u1",
+                                                  {"old_text": "coffee"}),
+        "mcp": mcp("memory_replace", lambda w: {"file": "USER.md", "user": "u1", "old_text": "coffee",
+                                                 "new_text": "- drinks tea"}),
+    }
+
+
 # --- consolidation ---------------------------------------------------------------------------------
 
 
@@ -639,6 +673,13 @@ CASES = [
          ("limit_exceeded", 422)),
     Case("agent_write", "duplicate", "agent", proposed_once, agent_write(lambda w: BASE + DRINKS + "\n", DRINKS),
          None, then=answers_the_same_proposal, stores=False),
+    # notes (memory_note) and an entry operation on text only a pending proposal holds
+    Case("agent_note", "allowed", "agent", open_session, agent_note("Promised a callback."), None,
+         then=note_logged, stores=False),
+    Case("agent_note", "no_open_session", "agent", noop, agent_note("Promised a callback."),
+         ("no_open_session", 409)),
+    Case("agent_note", "limits", "agent", open_session, agent_note("x" * 2001), ("limit_exceeded", 422)),
+    Case("agent_entry", "pending_review", "agent", proposed_once, entry_on_pending_text(), ("pending_review", 409)),
     # consolidation: queued from the console or the staff API, run by the task
     Case("consolidate", "allowed", "reviewer", logged, consolidation(), None),
     Case("consolidate", "role", "auditor", logged,

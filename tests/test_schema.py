@@ -299,6 +299,17 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         examples.append(operation.Case(query={"user": USERS[0]}, media_type="application/json",
                                        body={"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0,
                                              "insert_text": "- Rides a gravel bike now."}))
+    if operation.path == "/api/v1/memory/notes" and operation.method.upper() == "POST":
+        # A note needs a seeded user with an open session and a note within
+        # the 2,000 characters at once (the schema cannot state the bound).
+        examples.append(operation.Case(body={"user": USERS[0], "text": "Rides a gravel bike now."},
+                                       media_type="application/json"))
+    if operation.path.endswith("/proposals/bulk"):
+        # A 200 needs ids and a reason code at once (the service requires the
+        # code; the schema cannot say so): one rejection by code. Items the
+        # reviewer cannot decide are answered per item, inside the 200.
+        examples.append(operation.Case(body={"ids": [1, 2], "action": "reject", "reason_code": "duplicate"},
+                                       media_type="application/json"))
     if operation.path.endswith("/versions") and "{slug}" in operation.path:
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))

@@ -181,6 +181,9 @@ _STRONG_OBJECT = (
     r"|limits?|screening)|approvals?|approval\s+(?:process|step)|four-eyes(?:\s+check)?|second\s+approval"
     r"|(?:spending|withdrawal|transfer|refund|daily|card)\s+limits?"
     r"|limits?\s+on\s+(?:\w+\s+){0,2}(?:transfers|withdrawals|payments|spending|cards?|accounts?|refunds))"
+    # … unless it only names a thing: "override the default policy directory".
+    r"(?!\s+(?:director(?:y|ies)|files?|paths?|folders?|names?|ids?|templates?|settings?|options?|flags?|modules?"
+    r"|engines?|editors?|objects?|class(?:es)?|types?|documents?|pages?)\b)"
 )
 # Determiners, then at most one more word ("the refund policy"); the object
 # pattern still decides, so "the CI checks" or "the rate limit" pass.

@@ -271,6 +271,9 @@ class ConversationForwardingRule(PhraseRule):
             "report pass",
             r"(?:forward|send|b?cc|copy|e-?mail|mail|share|relay|mirror|upload|post|sync|leak|dump|export|transmit"
             r"|report|pass)(?:s|es|ed|ing)?"
+            # "sending an email message to majordomo@…" writes one message,
+            # it forwards none: a single new message is no conversation.
+            r"(?!\s+(?:an?\s+(?:[\w-]+\s+)?)?(?:message|e-?mail|note)\b)"
             r"(?:\s+(?:a|an|the|this|every|all|each|our|my|your|full|entire|complete|whole|any|future|these|those|of"
             r"|customer|user|client|chat|new|incoming|outgoing|their|his|her|last|recent|previous|past|\d{1,5}"
             r"|copy|copies|record|records|summary|summaries|transcript|transcripts|log|logs)){0,7}\s+"
@@ -480,7 +483,12 @@ def _query_data(url: str) -> bool:
     for _name, value in urllib.parse.parse_qsl(_split(url).query, keep_blank_values=True):
         if _DATA_SLOT.match(value):
             return True
-        if value.startswith(("http://", "https://", "/")):
+        # A URL, a path, an inline asset (a badge's `logo=data:image/…`) or
+        # a search for a few words (`?publisher=Python+Software+Foundation`)
+        # is a setting of the link, not data leaving with it.
+        if value.startswith(("http://", "https://", "/", "data:")):
+            continue
+        if 2 <= len(words := value.split()) <= 5 and all(word.isalpha() for word in words):
             continue
         if (len(value) >= 24 and not re.fullmatch(r"[\w.-]{1,40}", value)) or len(value) >= 40:
             return True

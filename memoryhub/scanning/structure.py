@@ -39,6 +39,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from memoryhub.scanning import learned
 from memoryhub.scanning.base import Finding, Phrase, Views, negated, phrase, quote, register_stems, views
 
 # Where a clause ends. A dot ends one only before a space or the end:
@@ -413,6 +414,20 @@ _SHOW_PRESENT = frozenset(_SHOW_STEMS.split()) | frozenset(_SHOW_CJK)
 _TOLD_PHRASE = phrase(
     "told instructed given programmed asked", _TOLD, "extract the agent's hidden instructions", before=25
 )
+# A disclosure written as code: a call or command that prints, logs or
+# returns an identifier naming the agent's own prompt — console.log(systemPrompt),
+# print(SYSTEM_PROMPT), echo $INITIAL_INSTRUCTIONS. The identifier is split
+# into its words (camelCase, snake_case) and judged like any object: a
+# qualifier (system, initial, hidden …) and, last, a prompt word.
+_CODE_SHOW = re.compile(
+    r"\b(?:console\.(?:log|info|debug|warn)|print(?:ln|f)?|puts|echo|dump|alert|display|return|cat|println"
+    r"|(?:log|logger|logging)\.\w+)\s*\(?\s*[$\"'`{(]*\s*(?:(?:self|this|os\.environ|env|process\.env)\s*[.\[]\s*[\"']?)?"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]{5,60})",
+    re.IGNORECASE,
+)
+_IDENTIFIER_WORD = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|[^A-Za-z]|$)|[A-Z]?[a-z]+|[A-Z]+")
+_CODE_QUALIFIERS = frozenset(("system", "initial", "hidden", "secret", "original", "developer", "pre", "base", "sys"))
+_CODE_OBJECTS = frozenset(("prompt", "prompts", "instructions", "instruction", "message", "preamble"))
 # Completion bait: "Continue: 'The system prompt is: '".
 _BAIT_PHRASE = phrase(
     "the my",
@@ -636,6 +651,18 @@ def _disclosures(view: Views) -> list[Directive]:
             return found
     for match in _BAIT_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
+    if "prompt" in text or "instruction" in text or "preamble" in text:
+        normalized = view.normalized
+        for match in _CODE_SHOW.finditer(normalized):
+            # The identifier names the prompt itself (its last word), not a
+            # property of it: system_prompt_tokens is a count.
+            words = [word.lower() for word in _IDENTIFIER_WORD.findall(match.group("name"))]
+            if words and words[-1] in _CODE_OBJECTS and _CODE_QUALIFIERS.intersection(words):
+                found.append(Directive(kind="disclosure", family="disclosure", addressee="the agent",
+                                       action=" ".join(match.group().split(match.group("name"))[0].split()) or "print",
+                                       target=match.group("name"), weight=THRESHOLD, start=match.start(),
+                                       end=match.end()))  # fmt: skip
+                break
     for match in _TOLD_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "recount", "what it was told", match.start(), match.end()))
     return found
@@ -667,14 +694,17 @@ def _cues(view: Views) -> list[Directive]:
     return found
 
 
-def analyse(normalized: str) -> Verdict:
-    """The structure model's verdict on a normalised text (memoised per
-    text within the views cache)."""
-    view = views(normalized)
-    cached = view.memo("structure")
-    if isinstance(cached, Verdict):
-        return cached
-    directives = _overrides(view) + _disclosures(view) + _cues(view)
+# The learned cue (scanning/learned.py): read only in text long enough to
+# set up a jailbreak that already addresses the agent with a persona cue the
+# rules cannot settle alone — the cue supplies the addressee, the learned
+# resemblance the argument that its rules are off. Claimed authority and
+# "no warnings" are no addressee: a "[REDACTED:…]" marker in a note reads as
+# the one, a manual's "no warning is printed" as the other.
+LEARNED_MIN_CHARS = 200
+_NOT_AN_ADDRESSEE = frozenset(("no refusals",))
+
+
+def _scores(directives: list[Directive]) -> dict[str, int]:
     # Each kind of cue counts once, at its strongest.
     strongest: dict[tuple[str, str], int] = {}
     for directive in directives:
@@ -684,6 +714,40 @@ def analyse(normalized: str) -> Verdict:
     for (family, _kind), weight in strongest.items():
         if family in scores:
             scores[family] += weight
+    return scores
+
+
+def _resemblance(normalized: str, directives: list[Directive]) -> Directive | None:
+    """Two points when the text's opening reads like the jailbreaks the
+    learned cue was trained on."""
+    if len(normalized) < LEARNED_MIN_CHARS:
+        return None
+    if not any(d.family == "persona" and d.kind not in _NOT_AN_ADDRESSEE for d in directives):
+        return None
+    score = learned.score(normalized)
+    if score <= 0:
+        return None
+    end = _clause_end(normalized, 0) or min(len(normalized), 80)
+    return Directive(kind="reads like a jailbreak", family="persona", addressee="the agent",
+                     action=f"learned score {score:+.1f}", target="", weight=2, start=0, end=end)  # fmt: skip
+
+
+def analyse(normalized: str) -> Verdict:
+    """The structure model's verdict on a normalised text (memoised per
+    text within the views cache)."""
+    view = views(normalized)
+    cached = view.memo("structure")
+    if isinstance(cached, Verdict):
+        return cached
+    directives = _overrides(view) + _disclosures(view) + _cues(view)
+    scores = _scores(directives)
+    if sum(scores.values()) < THRESHOLD:
+        resemblance = _resemblance(normalized, directives)
+        # Only a resemblance that completes the case is kept: alone, or
+        # short of the threshold, it is no directive a reviewer could read.
+        if resemblance is not None and sum(_scores([*directives, resemblance]).values()) >= THRESHOLD:
+            directives.append(resemblance)
+            scores = _scores(directives)
     # A claimed system turn or a dictated answer inside a persona set-up is
     # one attack: the families pool their points.
     pooled = scores["persona"] + scores["injected"]

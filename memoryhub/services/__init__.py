@@ -101,6 +101,15 @@ from memoryhub.services.memory import (
     withhold_file,
     write_memory,
 )
+from memoryhub.services.notes import (
+    NOTES_DAYS,
+    NoteView,
+    SavedNote,
+    add_note,
+    end_session_with_note,
+    recent_notes,
+)
+from memoryhub.services.pending import PendingChange, own_pending_changes
 from memoryhub.services.portability import (
     AGENT_FORMAT,
     AGENT_FORMAT_VERSION,
@@ -193,3 +202,5 @@ __all__ += ["COUNT_LABELS", "ERASE_ROLES", "NothingToErase", "count_lines", "era
 __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
             "unclaim_proposal"]
 __all__ += ["special_categories"]
+__all__ += ["NOTES_DAYS", "NoteView", "SavedNote", "add_note", "end_session_with_note", "recent_notes"]
+__all__ += ["PendingChange", "own_pending_changes"]

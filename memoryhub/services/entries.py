@@ -19,8 +19,9 @@ from typing import Any
 
 from memoryhub import context, errors
 from memoryhub.models import Agent, MemoryFile
-from memoryhub.services.limits import validate_content
+from memoryhub.services.limits import validate_content, validate_target
 from memoryhub.services.memory import WriteResult, edit_memory
+from memoryhub.services.pending import raise_if_only_pending
 
 ENTRY_MAX = 20_000
 PREVIEW_CHARS = 80
@@ -199,6 +200,20 @@ def _edit(
                        expected_version=expected_version, operation=operation)
 
 
+def _or_pending(*, agent: Agent, kind: str, user_ref: str | None, needle: str,
+                build: Callable[[str], str]) -> Callable[[str], str]:
+    """`build`, with a not_found for text that only the agent's own pending
+    proposal holds turned into 409 pending_review naming it."""
+    def built(content: str) -> str:
+        try:
+            return build(content)
+        except errors.NotFound:
+            target_kind, target_user = validate_target(kind=kind, user_ref=user_ref)
+            raise_if_only_pending(agent=agent, kind=target_kind, user_ref=target_user, needle=needle)
+            raise
+    return built
+
+
 def add_entry(
     *,
     agent: Agent,
@@ -231,7 +246,9 @@ def replace_entry(
     needle = validate_needle(old_text)
     text = validate_entry_text(new_text, field="new_text", label="new_text")
     return _edit(agent=agent, kind=kind, user_ref=user_ref, reason=reason, expected_version=expected_version,
-                 operation="replace", build=lambda content: with_entry_replaced(content, needle, text, kind=kind))
+                 operation="replace",
+                 build=_or_pending(agent=agent, kind=kind, user_ref=user_ref, needle=needle,
+                                   build=lambda content: with_entry_replaced(content, needle, text, kind=kind)))
 
 
 def remove_entry(
@@ -247,4 +264,6 @@ def remove_entry(
     as replace). Removing the last entry leaves the file absent."""
     needle = validate_needle(old_text)
     return _edit(agent=agent, kind=kind, user_ref=user_ref, reason=reason, expected_version=expected_version,
-                 operation="remove", build=lambda content: with_entry_removed(content, needle, kind=kind))
+                 operation="remove",
+                 build=_or_pending(agent=agent, kind=kind, user_ref=user_ref, needle=needle,
+                                   build=lambda content: with_entry_removed(content, needle, kind=kind)))

@@ -104,7 +104,7 @@ COUNT_LABELS = {
     "log_entries": "log entries", "runs": "consolidation runs", "pairs": "consolidation pairs",
     "changes": "governance changes", "events": "audit events", "cached_answers": "replayable API answers",
     "webhook_deliveries": "webhook deliveries", "admin_log": "Django admin log entries",
-    "login_throttle": "sign-in throttle rows",
+    "login_throttle": "sign-in throttle rows", "search_vectors": "search index vectors",
 }
 
 

@@ -152,6 +152,11 @@ def redact(*, what: str, ids: Iterable[int], by: str, pseudonym: str | None = No
     at = at or timezone.now()
     text = tombstone(by=by, at=at)
     count = 0
+    if what in ("log", "served"):
+        # The semantic index goes with the text (vectors are not history).
+        from memoryhub.search import embedding
+
+        embedding.forget_redacted(what, ids)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             for chunk in _chunks(ids):

@@ -135,7 +135,7 @@ def test_it_reads_a_file_never_written_as_absent(client):
     assert body | {"updated_at": None} == {
         "file": "MEMORY.md", "scope": "agent_user", "exists": False, "content": "", "version": 0, "chars": 0,
         "limit": 5000, "limit_kind": "soft", "updated_at": None, "stale": False, "blocked": [], "withheld": False,
-        "as_data": "",
+        "as_data": "", "pending_review": [],
     }
 
 

@@ -27,7 +27,8 @@ from django.test import Client
 
 from consolidation import services as consolidation
 from memoryhub import services
-from memoryhub.models import LogEntry, Proposal, Role, Source, Strategy, WritePolicy
+from memoryhub.models import EntryVector, LogEntry, Proposal, Role, Source, Strategy, WritePolicy
+from memoryhub.search.tasks import embed_scope_task
 from notifications.models import EVENTS, Webhook
 from tests.api_helpers import agent_client, staff_client
 from tests.factories import AgentFactory, WorkspaceFactory, staff
@@ -218,6 +219,11 @@ def test_the_marker_and_the_reference_are_found_nowhere_after_an_erasure(scratch
     export = staff_client(admin).get(f"/api/v1/subjects/{ref}/export")
     assert marker in b"".join(export.streaming_content).decode()
 
+    # The semantic index: the worker's task embeds the pair's texts.
+    assert embed_scope_task.apply(args=(direct.pk, "log", entry.pk)).get() > 0
+    vectors = set(EntryVector.objects.filter(agent=direct, user_ref=ref).values_list("content_hash", flat=True))
+    assert vectors
+
     # The search finds them while they are there (the cached context in Redis too).
     before = _hits(_database_text(), marker, ref)
     assert before[marker] > 0 and before[ref] > 0, before
@@ -239,3 +245,6 @@ def test_the_marker_and_the_reference_are_found_nowhere_after_an_erasure(scratch
         "redis": _hits(_redis_text(), marker, ref),
     }
     assert left == {where: {marker: 0, ref: 0} for where in left}, (left, _rows_holding(marker, ref))
+    # Vectors are bytes no text search sees: none of the subject's is left, under any reference.
+    assert not EntryVector.objects.filter(content_hash__in=vectors).exists()
+    assert not EntryVector.objects.filter(user_ref=ref).exists()

@@ -108,7 +108,7 @@ def test_the_tools_view_add_replace_remove_and_search_memory(server, agent, key)
         ("memory_remove", {"file": "MEMORY.md", "user": "u1", "old_text": "email"}),
     )
     assert [hit["file"] for hit in search.structured_content["results"]] == ["MEMORY.md"]
-    assert "[MEMORY.md]" in text_of(search)
+    assert "[MEMORY.md line 1]" in text_of(search)
     assert not remove.is_error and memory(agent) == ""
     history = MemoryFile.history.filter(agent=agent, kind="MEMORY.md").order_by("version")
     assert [row.actor_agent_id for row in history] == [agent.pk] * 3
@@ -177,6 +177,7 @@ WORKING = {
     "memory_add": lambda n: {"file": "SOUL.md", "text": f"Added {n}."},
     "memory_replace": lambda n: {"file": "SOUL.md", "old_text": f"first {n}", "new_text": f"Replaced {n}."},
     "memory_remove": lambda n: {"file": "SOUL.md", "old_text": f"first {n}"},
+    "memory_note": lambda n: {"text": f"Note {n}.", "user": "u1"},  # to u1's open session
 }
 OPTIONAL = [(tool.name, name) for tool in tool_schemas.TOOLS for name in tool.parameters["properties"]
             if name not in tool.parameters["required"]]
@@ -193,6 +194,7 @@ def test_null_is_the_same_as_leaving_an_optional_argument_out(server, agent, key
     every tool, sent as null and left out, answers alike."""
     assert set(WORKING) == set(tool_schemas.BY_NAME) and len(OPTIONAL) >= 9
     services.write_memory(agent=agent, kind="SOUL.md", content="".join(f"- first {n}\n" for n in range(10)))
+    services.start_session(agent=agent, user_ref="u1")
     calls = []
     for n, (tool, name) in enumerate(OPTIONAL):
         # Distinct entries per call: a write must not find its pair's work done.

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import unicodedata
+from collections.abc import Callable
 
 import pytest
 
 from memoryhub import scanner
 from memoryhub.scanner import MAX_SCAN_CHARS, RULES, Finding, Rule, normalize, scan, scan_all
-from memoryhub.scanning import structure
+from memoryhub.scanning import base, structure
 
 # Key-shaped fixtures are assembled at runtime so this file never holds
 # anything a repository secret scanner would (rightly) refuse to push.
@@ -500,14 +502,66 @@ ADVERSARIAL = {
 }
 
 
+# Linear means ten times the text costs about ten times the CPU; quadratic
+# backtracking costs a hundred times. The bound is generous: some rules
+# switch to a linear pass over the whole text once a stem is frequent (see
+# base.Phrase), so their first 10 KB is cheaper per character than the
+# rest; and the machine is shared. The small size's time has a floor so
+# that fixed costs of a fraction of a millisecond cannot make a ratio. No
+# absolute time is asserted: how fast the scanner is, bench/scanner.py says.
+GROWTH = 10
+MAX_RATIO = 50.0
+_FLOOR = 0.001
+
+
+def _forget() -> None:
+    # Each run measures a scan from scratch: no memo of findings or views.
+    scanner.cache_clear()
+    base.views.cache_clear()
+    base.non_ascii_positions.cache_clear()
+
+
+def _cpu(run: Callable[[], object]) -> float:
+    _forget()
+    started = time.process_time()
+    run()
+    return time.process_time() - started
+
+
+def growth_ratio(run: Callable[[str], object], text: str, *, tries: int = 3) -> float:
+    """CPU time on `text` over CPU time on its first tenth (the same shape,
+    cut short). When the first try looks too steep, more tries follow and
+    each size keeps its least time: a scheduler hiccup only adds time."""
+    small = text[: len(text) // GROWTH]
+    small_time = large_time = float("inf")
+    for _ in range(tries):
+        small_time = min(small_time, _cpu(lambda: run(small)))
+        large_time = min(large_time, _cpu(lambda: run(text)))
+        if large_time / max(_FLOOR, small_time) <= MAX_RATIO:
+            break
+    return large_time / max(_FLOOR, small_time)
+
+
+def test_the_growth_ratio_tells_quadratic_from_linear() -> None:
+    # The measure itself can fail: a quadratic scan of the same shape is
+    # caught, a linear one is not.
+    def quadratic(text: str) -> int:
+        return sum(text.count(text[i : i + 3]) for i in range(0, len(text), 7))
+
+    def linear(text: str) -> int:
+        return sum(text.count(word) for word in ("ignore", "previous", "rules"))
+
+    text = fill("ignore all previous rules, ")[:100_000]
+    assert growth_ratio(quadratic, text) > MAX_RATIO
+    assert growth_ratio(linear, text) <= MAX_RATIO
+
+
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
-def test_it_scans_adversarial_input_in_bounded_time(text: str) -> None:
+def test_it_scans_adversarial_input_in_linear_time(text: str) -> None:
     assert len(text) <= MAX_SCAN_CHARS
-    started = time.perf_counter()
-    scan_all(text)
-    # A generous bound: this guards against catastrophic backtracking, which
-    # takes minutes at this size, not against a slow machine.
-    assert time.perf_counter() - started < 2.0
+    # Catastrophic backtracking takes minutes at this size; this guards the
+    # shape (linear in the length), not the speed of a machine.
+    assert growth_ratio(scan_all, text) <= MAX_RATIO
 
 
 def test_it_keeps_every_rule_linear_on_100_kb_of_its_own_near_misses() -> None:
@@ -526,12 +580,14 @@ def test_it_keeps_every_rule_linear_on_100_kb_of_its_own_near_misses() -> None:
         }
         for shape, unit in shapes.items():
             text = (unit * (size // max(1, len(unit)) + 1))[:size]
-            normalized = normalize(text)
-            started = time.perf_counter()
-            rule.find(text, normalized)
-            elapsed = time.perf_counter() - started
-            # Generous, as above: catastrophic backtracking takes minutes here.
-            assert elapsed < 2.0, (rule.name, shape, elapsed)
+            # As above: 100 KB against its first 10 KB, the CPU time growing
+            # linearly within a generous factor.
+            ratio = growth_ratio(functools.partial(_find_in, rule), text)
+            assert ratio <= MAX_RATIO, (rule.name, shape, ratio)
+
+
+def _find_in(rule: Rule, text: str) -> Finding | None:
+    return rule.find(text, normalize(text))
 
 
 def _near_miss_words(rule: Rule) -> list[str]:
@@ -749,6 +805,9 @@ KNOWN_VERSIONS = {
     "2026.12.3": "582a60be543ff45b",
     # Issue 20: special categories of personal data in words (pii.scan_personal).
     "2026.12.4": "7ac2c48638785958",
+    # Issue 19, second pass: the learned cue (wordllama embeddings, weights
+    # built from the dev split), structural disclosure and persona cues.
+    "2026.12.5": "a5f4fbf475385261",
 }
 
 

@@ -4,7 +4,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.utils import timezone
 
@@ -142,8 +141,13 @@ def test_it_shapes_hits_for_the_api(agent):
 
     hits = {hit.source: hit.as_dict() for hit in search.search(agent=agent, user_ref="u1", query="tutor")}
 
-    assert set(hits["file"]) == {"source", "file", "version", "snippet", "score", "matched", "created_at"}
-    assert set(hits["log"]) == {"source", "session", "entry", "role", "snippet", "score", "matched", "created_at"}
+    assert set(hits["file"]) == {"source", "file", "version", "line", "text", "snippet", "score", "matched", "how",
+                                 "created_at"}
+    assert set(hits["log"]) == {"source", "session", "entry", "role", "snippet", "score", "matched", "how",
+                                "created_at"}
+    # A file hit names its entry: the line, and that line's text.
+    assert (hits["file"]["line"], hits["file"]["text"]) == (1, "I am a patient tutor.")
+    assert hits["file"]["how"] == ["keyword"]
     assert hits["file"]["file"] == "SOUL.md" and hits["file"]["version"] == 1
     assert (hits["log"]["session"], hits["log"]["entry"], hits["log"]["role"]) == (session.pk, entry.pk, "note")
     assert hits["log"]["created_at"].endswith("Z") and "T" in hits["log"]["created_at"]
@@ -501,12 +505,13 @@ def test_it_finds_non_english_text(agent, query, highlight):
     assert highlight in hit.snippet
 
 
-def test_it_uses_one_query_for_files_and_one_for_logs(agent, django_assert_num_queries):
+def test_it_uses_one_query_for_files_one_for_logs_and_one_for_vectors(agent, django_assert_num_queries):
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- zebracorn")
     log(agent, "u1", "zebracorn")
 
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):
         assert len(search.search(agent=agent, user_ref="u1", query="zebracorn")) == 2
+    # Without a user and with no agent file: the files query alone.
     with django_assert_num_queries(1):
         search.search(agent=agent, user_ref=None, query="zebracorn")
     with django_assert_num_queries(0), pytest.raises(errors.Invalid):
@@ -534,34 +539,6 @@ def check_pg_vector_and_plans(agent, monkeypatch):
     # Stemmed by 'english' and word for word by 'simple'.
     assert {"'email'", "'emails'", "'zebracorn'", "'zebracorns'", "'two'"} <= set(re.findall(r"'[^']+'", vector))
 
-    def plan_and_hits() -> tuple[str, list]:
-        sql, params = search._pg_logs_sql(agent=agent, user_ref="u1", query=search.parse_query("zebracorn"),
-                                          limit=10, now=timezone.now())
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN ANALYZE " + sql, params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-            cursor.execute(sql, params)
-            return plan, [row[0] for row in cursor.fetchall()]
-
-    # A small pair is read through its btree index, whatever the planner
-    # thinks of the GIN index; past PAIR_SCAN_MAX the other branch runs.
-    small_plan, small_hits = plan_and_hits()
-    assert re.search(r"Subquery Scan on t .*\(actual", small_plan), small_plan
-    monkeypatch.setattr(search, "PAIR_SCAN_MAX", 1)
-    large_plan, large_hits = plan_and_hits()
-    assert re.search(r"Subquery Scan on t .*\(never executed\)", large_plan), large_plan
-    assert small_hits == large_hits and len(small_hits) == 1
-
-    with connection.cursor() as cursor:
-        # A table this small is always scanned; forbid that to see the index is usable.
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(
-            f"EXPLAIN SELECT t.id FROM memoryhub_logentry AS t WHERE {search._PG_VECTOR.format(alias='t')} "
-            f"@@ {search._pg_query('%s')}",
-            ["zebracorn", "zebracorn"],
-        )
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-        assert "memoryhub_logentry_fts" in plan, plan
 
 
 def check_sqlite_index_stays_in_sync(agent):
@@ -694,45 +671,27 @@ def test_the_api_answers_400_for_nul_in_the_query(agent):
     assert "NUL" in response.json()["error"]["detail"]
 
 
-# --- more than one backend -------------------------------------------------------------------
+# --- fusion --------------------------------------------------------------------------------
 
 
-class NewestEntries:
-    """A second ranker beside the keyword one: the pair's newest log entries,
-    whatever the query. Enough to show fusion, with no model to load."""
+def _candidate(entry: int, how: str) -> search.Candidate:
 
-    def rank(self, *, agent, user_ref, query, limit, now):
-        entries = LogEntry.objects.filter(agent=agent, user_ref=user_ref or "").order_by("-id")[:limit]
-        return [
-            search.Candidate(
-                hit=search.SearchHit(source="log", snippet="", score=float(-rank), created_at=e.created_at,
-                                     session=e.session_id, entry=e.pk, role=e.role),
-                content=e.content, raw_snippet=e.content,
-            )
-            for rank, e in enumerate(entries)
-        ]
+    hit = search.SearchHit(source="log", snippet="", score=0.0, created_at=timezone.now(), session=1, entry=entry,
+                           role="note", how=(how,))
+    return search.Candidate(hit=hit, content=str(entry))
 
 
-def test_it_fuses_the_rankings_of_several_backends(agent, settings, monkeypatch):
-    log(agent, "u1", "parcel parcel parcel lost", "a note that says nothing", "parcel found")
-    monkeypatch.setitem(search.BACKENDS, "newest", NewestEntries())
-    settings.MEMORYHUB_SEARCH_BACKENDS = ("keyword", "newest")
+def test_it_fuses_rankings_by_weighted_reciprocal_rank():
+    keyword = [_candidate(1, "keyword"), _candidate(2, "keyword")]
+    vector = [_candidate(2, "semantic"), _candidate(3, "semantic")]
 
-    hits = search.search(agent=agent, user_ref="u1", query="parcel", limit=3)
+    fused = search.fuse([keyword, vector], weights=(1.0, 0.5))
 
-    # Keyword ranks the threefold parcel first, "newest" the found parcel;
-    # the found parcel is second for keyword, the lost one third for newest.
-    assert [h.snippet.replace(MARK, "")[:12] for h in hits] == ["parcel found", "parcel parce", "a note that "]
-    assert hits[0].score == pytest.approx(1 / (search.RRF_K + 2) + 1 / (search.RRF_K + 1))
-    assert hits[1].score == pytest.approx(1 / (search.RRF_K + 1) + 1 / (search.RRF_K + 3))
-    assert hits[2].score == pytest.approx(1 / (search.RRF_K + 2))
-
-
-def test_it_refuses_an_unknown_backend(agent, settings):
-    settings.MEMORYHUB_SEARCH_BACKENDS = ("keyword", "telepathy")
-
-    with pytest.raises(ImproperlyConfigured, match="telepathy"):
-        search.search(agent=agent, user_ref="u1", query="parcel")
+    assert [c.hit.entry for c in fused] == [2, 1, 3]
+    assert fused[0].hit.score == pytest.approx(1 / (search.RRF_K + 2) + 0.5 / (search.RRF_K + 1))
+    assert fused[1].hit.score == pytest.approx(1 / (search.RRF_K + 1))
+    assert fused[2].hit.score == pytest.approx(0.5 / (search.RRF_K + 2))
+    assert fused[0].hit.how == ("keyword", "semantic")
 
 
 @pytest.mark.parametrize("query", ['5" screen', '"screen', 'screen "', 'the "5 inch" screen "'])

@@ -122,6 +122,32 @@ LOGS: list[tuple[str, str, str]] = [
     ("goodbye", "assistant", "Thank you Ana! Safe riding."),
     ("complaint", "user", "The mechanic left grease marks on my white bag, I'm upset."),
     ("complaint-handled", "note", "Apologised for the grease on her bag; offered a cleaning voucher, accepted."),
+    # Ids, numbers, versions and codes, as support notes are full of them.
+    ("order-a99812", "note", "Order A-99812 placed: pannier rack and two bottle cages, GBP 42.90."),
+    ("order-a99813", "note", "Order A-99813 placed for Bob's shop account, not Ana's: GBP 18.50."),
+    ("app-crash", "user", "Your app crashes on login since the update to v2.14.3 on my Pixel."),
+    ("app-fixed", "assistant", "Version 2.14.4 fixes the login crash; please update from the store."),
+    ("frame-no", "note", "Brompton frame number 2104-77813 recorded for the warranty claim."),
+    ("tracking-no", "note", "Royal Mail tracking JD0002219874GB for the re-shipped mudguards."),
+    ("postcode", "note", "Delivery address updated: 14 Harehills Lane, Leeds LS8 5QE."),
+    ("ticket-no", "note", "Support ticket #55120 opened for the double charge."),
+    ("tyre-size", "note", "Measured tyre clearance: 700x42 fits the Croix de Fer with mudguards."),
+    ("pressure", "assistant", "Run the Marathon Plus at 4.5 bar on the towpath, 5.0 bar on the road."),
+    ("voucher-code", "note", "Cleaning voucher code GREASE-2026-AL issued, valid until 31.12.2026."),
+    ("serial-ebike", "note", "Tern Vektron serial TVK-5512-0098 reserved for a second test ride."),
+    # Other languages, with their accents, compounds and scripts.
+    ("de-strasse", "user", "Ich wohne jetzt in der Hauptstraße 12, bitte die Lieferadresse ändern."),
+    ("de-reifen", "user", "Die Fahrradreifen sind nach drei Wochen schon abgenutzt."),
+    ("de-garantie", "note", "Garantieverlängerung für den Akku abgelehnt: Kaufbeleg fehlt."),
+    ("de-werkstatt", "assistant", "Unsere Werkstätten sind samstags geschlossen; Termine unter der Woche."),
+    ("es-pedido", "user", "¿Cuándo llegará mi pedido? Lo pagué hace diez días."),
+    ("es-envio", "assistant", "Su pedido salió ayer; el envío tarda entre dos y tres días hábiles."),
+    ("fr-reparation", "user", "La réparation du dérailleur coûtera combien à peu près?"),
+    ("fr-devis", "assistant", "Le devis pour le dérailleur arrière est de 45 €, pièces comprises."),
+    ("sv-tack", "user", "Tack så mycket för hjälpen med cykeln, den går som en klocka nu."),
+    ("ja-sharin", "user", "駐輪場で自転車のライトが盗まれました。新しいライトはありますか？"),
+    ("ja-reply", "assistant", "前輪用のライトは在庫があります。取り付けは無料です。"),
+    ("zh-lock", "user", "我想买一把更结实的车锁，火车站附近经常有人偷自行车。"),
 ]
 
 # Entries of other pairs that share words with the queries: any of them in a

@@ -18,8 +18,10 @@ from memoryhub_client.errors import (
     Invalid,
     LimitExceeded,
     MemoryHubError,
+    NoOpenSession,
     NotAuthenticated,
     NotFound,
+    PendingReview,
     PermissionDenied,
     ServerError,
     SessionExpired,
@@ -38,6 +40,9 @@ from memoryhub_client.models import (
     LogAppended,
     LogEntry,
     MemoryFile,
+    Note,
+    NoteSaved,
+    PendingChange,
     SearchEntry,
     SearchHit,
     Section,
@@ -55,3 +60,4 @@ __all__ = [
     "Session", "SessionEnded", "SessionExpired", "StaleProposal", "Throttled", "TimedOut", "Tool", "Unavailable",
     "Unchanged", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",
 ]
+__all__ += ["NoOpenSession", "Note", "NoteSaved", "PendingChange", "PendingReview"]

@@ -28,6 +28,8 @@ from memoryhub_client.models import (
     LogAppended,
     LogEntry,
     MemoryFile,
+    Note,
+    NoteSaved,
     SearchEntry,
     SearchHit,
     Session,
@@ -147,9 +149,23 @@ class _Calls:
                      params={"q": query, "limit": limit, **_user(user)})
 
     @staticmethod
-    def tool_schemas(format: str) -> _Call[list[dict[str, Any]]]:
+    def tool_schemas(format: str, strict: bool = False) -> _Call[list[dict[str, Any]]]:
         return _Call("GET", "/api/v1/memory/tool-schemas", lambda r: list(_json(r)["tools"]),
-                     params={"format": format})
+                     params={"format": format, **({"strict": "true"} if strict else {})})
+
+    # notes (memory_note): separate calls, so merges elsewhere leave them be
+    @staticmethod
+    def note(text: str, user: str, session: int | None, idempotency_key: str | None) -> _Call[NoteSaved]:
+        body: dict[str, Any] = {"text": text, "user": user}
+        if session is not None:
+            body["session"] = int(session)
+        return _Call("POST", "/api/v1/memory/notes", lambda r: NoteSaved.from_json(_json(r)), json=body,
+                     headers=_idempotency(idempotency_key))
+
+    @staticmethod
+    def notes(user: str) -> _Call[list[Note]]:
+        return _Call("GET", "/api/v1/memory/notes", lambda r: [Note.from_json(n) for n in _json(r)["notes"]],
+                     params={"user": user})
 
     @staticmethod
     def start_session(user: str, external_id: str, idempotency_key: str | None) -> _Call[Session]:
@@ -169,12 +185,13 @@ class _Calls:
                      headers=_idempotency(idempotency_key))
 
     @staticmethod
-    def end_session(session: int) -> _Call[SessionEnded]:
+    def end_session(session: int, note: str | None = None) -> _Call[SessionEnded]:
         def parse(response: httpx.Response) -> SessionEnded:
             data = _json(response)
             return SessionEnded(id=data["id"], ended_at=_time(data.get("ended_at")))
 
-        return _Call("POST", f"/api/v1/sessions/{int(session)}/end", parse)
+        return _Call("POST", f"/api/v1/sessions/{int(session)}/end", parse,
+                     json={"note": note} if note is not None else None)
 
     @staticmethod
     def claude_memory(command: Mapping[str, Any], user: str | None, if_match: int | None,
@@ -323,8 +340,19 @@ class MemoryHub:
     def search(self, query: str, *, user: str | None = None, limit: int = 10) -> list[SearchHit]:
         return self._run(_Calls.search(query, user, limit))
 
-    def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
-        return self._run(_Calls.tool_schemas(format))
+    def tool_schemas(self, format: str = "openai", *, strict: bool = False) -> list[dict[str, Any]]:
+        """The memory tools as function definitions; `strict` for OpenAI
+        structured outputs / Anthropic strict tool use."""
+        return self._run(_Calls.tool_schemas(format, strict))
+
+    def note(self, text: str, *, user: str, session: int | None = None,
+             idempotency_key: str | None = None) -> NoteSaved:
+        """Save a short note in a session log (default: the pair's open one)."""
+        return self._run(_Calls.note(text, user, session, idempotency_key))
+
+    def notes(self, *, user: str) -> list[Note]:
+        """The pair's notes of the last two days, oldest first."""
+        return self._run(_Calls.notes(user))
 
     def start_session(self, user: str, *, external_id: str = "", idempotency_key: str | None = None) -> Session:
         return self._run(_Calls.start_session(user, external_id, idempotency_key))
@@ -333,8 +361,8 @@ class MemoryHub:
             idempotency_key: str | None = None) -> LogAppended:
         return self._run(_Calls.log(session, entries, idempotency_key))
 
-    def end_session(self, session: int) -> SessionEnded:
-        return self._run(_Calls.end_session(session))
+    def end_session(self, session: int, *, note: str | None = None) -> SessionEnded:
+        return self._run(_Calls.end_session(session, note))
 
     def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None, if_match: int | None = None,
                       idempotency_key: str | None = None) -> ClaudeMemoryResult:
@@ -428,8 +456,15 @@ class AsyncMemoryHub:
     async def search(self, query: str, *, user: str | None = None, limit: int = 10) -> list[SearchHit]:
         return await self._run(_Calls.search(query, user, limit))
 
-    async def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
-        return await self._run(_Calls.tool_schemas(format))
+    async def tool_schemas(self, format: str = "openai", *, strict: bool = False) -> list[dict[str, Any]]:
+        return await self._run(_Calls.tool_schemas(format, strict))
+
+    async def note(self, text: str, *, user: str, session: int | None = None,
+                   idempotency_key: str | None = None) -> NoteSaved:
+        return await self._run(_Calls.note(text, user, session, idempotency_key))
+
+    async def notes(self, *, user: str) -> list[Note]:
+        return await self._run(_Calls.notes(user))
 
     async def start_session(self, user: str, *, external_id: str = "",
                             idempotency_key: str | None = None) -> Session:
@@ -439,8 +474,8 @@ class AsyncMemoryHub:
                   idempotency_key: str | None = None) -> LogAppended:
         return await self._run(_Calls.log(session, entries, idempotency_key))
 
-    async def end_session(self, session: int) -> SessionEnded:
-        return await self._run(_Calls.end_session(session))
+    async def end_session(self, session: int, *, note: str | None = None) -> SessionEnded:
+        return await self._run(_Calls.end_session(session, note))
 
     async def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None,
                             if_match: int | None = None, idempotency_key: str | None = None) -> ClaudeMemoryResult:

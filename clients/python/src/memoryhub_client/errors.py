@@ -101,6 +101,24 @@ class SessionExpired(MemoryHubError):
     code = "session_expired"
 
 
+class PendingReview(MemoryHubError):
+    """An entry operation named text that exists only in this agent's own
+    proposal waiting for review; `proposal` is its id."""
+
+    code = "pending_review"
+
+    @property
+    def proposal(self) -> int | None:
+        value = self.extra.get("proposal")
+        return value if isinstance(value, int) else None
+
+
+class NoOpenSession(MemoryHubError):
+    """A note without `session` found no open session with that user."""
+
+    code = "no_open_session"
+
+
 class _RetryAfter(MemoryHubError):
     """A refusal that names when to come back (the body's `retry_after`)."""
 
@@ -154,8 +172,8 @@ class TimedOut(ConnectionFailed):
 ERRORS_BY_CODE: dict[str, type[MemoryHubError]] = {
     cls.code: cls
     for cls in (Invalid, NotAuthenticated, PermissionDenied, NotFound, LimitExceeded, UnsafeContent,
-                VersionConflict, Ambiguous, Withheld, SessionExpired, Throttled, ServerError, Unavailable, FourEyes,
-                StaleProposal)
+                VersionConflict, Ambiguous, Withheld, SessionExpired, Throttled, ServerError, Unavailable,
+                PendingReview, NoOpenSession, FourEyes, StaleProposal)
 }
 
 

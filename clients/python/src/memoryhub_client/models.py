@@ -49,6 +49,24 @@ class Context:
 
 
 @dataclass(frozen=True)
+class PendingChange:
+    """One of the agent's own proposals on a file, waiting for review: NOT
+    served, and never part of `MemoryFile.content` or any context."""
+
+    proposal: int
+    created_at: datetime | None
+    base_version: int
+    adds: list[str]
+    removes: list[str]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PendingChange:
+        return cls(proposal=data["proposal"], created_at=_time(data.get("created_at")),
+                   base_version=data.get("base_version", 0), adds=list(data.get("adds", [])),
+                   removes=list(data.get("removes", [])))
+
+
+@dataclass(frozen=True)
 class MemoryFile:
     """One memory file as the read tool serves it."""
 
@@ -65,6 +83,8 @@ class MemoryFile:
     withheld: bool
     blocked: list[str]
     raw: dict[str, Any] = field(repr=False)
+    # This agent's own changes waiting for review (read your own writes).
+    pending_review: list[PendingChange] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MemoryFile:
@@ -73,6 +93,7 @@ class MemoryFile:
             version=data["version"], chars=data["chars"], limit=data["limit"], limit_kind=data["limit_kind"],
             updated_at=_time(data.get("updated_at")), stale=bool(data.get("stale")),
             withheld=bool(data.get("withheld")), blocked=list(data.get("blocked", [])), raw=data,
+            pending_review=[PendingChange.from_json(item) for item in data.get("pending_review", [])],
         )
 
 
@@ -245,3 +266,36 @@ class FileVersion:
     def from_json(cls, data: dict[str, Any]) -> FileVersion:
         return cls(version=data["version"], created_at=_time(data.get("created_at")), source=data["source"],
                    reason=data.get("reason", ""), chars=data["chars"], current=bool(data.get("current")))
+# --- notes (memory_note) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoteSaved:
+    """A note appended to a session log (role `note`)."""
+
+    entry: int
+    session: int
+    created_at: datetime | None
+    redacted: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NoteSaved:
+        return cls(entry=data["entry"], session=data["session"], created_at=_time(data.get("created_at")),
+                   redacted=int(data.get("redacted", 0)), raw=data)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One of the pair's recent notes, as `notes()` reads them."""
+
+    entry: int
+    session: int
+    text: str
+    created_at: datetime | None
+    blocked: list[str]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Note:
+        return cls(entry=data["entry"], session=data["session"], text=data["text"],
+                   created_at=_time(data.get("created_at")), blocked=list(data.get("blocked", [])))
