@@ -15,7 +15,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memoryhub import context, errors, idempotency, search, services, tool_schemas
+from memoryhub import claude_memory, context, errors, idempotency, search, services, tool_schemas
 from memoryhub.models import FileKind, LogRole, ToolSetting
 from memoryhub.rest import AgentAPIView, error_responses
 
@@ -610,6 +610,119 @@ class ToolSchemasView(AgentAPIView):
         if strict:
             body["strict"] = True
         return Response(body)
+
+
+# --- Claude's memory tool (memory_20250818) ---------------------------------------------------------------
+
+
+class ClaudeMemoryView(AgentAPIView):
+    """One command of Anthropic's memory tool on `/memories/<FILE>`
+    (memoryhub.claude_memory): the body is the tool call's `input` as the
+    model sent it. `result` is the text to hand back as the tool result; an
+    error's `detail` is the text to hand back with `is_error: true`, and
+    lists the files that exist. Writes follow every rule of the other
+    writes: 200 applied, 202 pending review, 412 on a stale If-Match."""
+
+    class InputSerializer(serializers.Serializer):
+        command = serializers.ChoiceField(choices=list(claude_memory.COMMANDS))
+        path = TextField(required=False, max_length=1000, trim_whitespace=False)
+        view_range = serializers.ListField(child=serializers.IntegerField(), required=False, min_length=2,
+                                           max_length=2, help_text="view: [first, last] line (last -1: the end).")
+        file_text = TextField(required=False, allow_blank=True, trim_whitespace=False, max_length=200_000)
+        old_str = TextField(required=False, allow_blank=True, trim_whitespace=False,
+                            max_length=services.ENTRY_MAX)
+        new_str = TextField(required=False, allow_blank=True, trim_whitespace=False, max_length=200_000)
+        insert_line = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000)
+        insert_text = TextField(required=False, allow_blank=True, trim_whitespace=False, max_length=200_000)
+        old_path = TextField(required=False, max_length=1000, trim_whitespace=False)
+        new_path = TextField(required=False, max_length=1000, trim_whitespace=False)
+
+    class ResultSerializer(serializers.Serializer):
+        command = serializers.CharField()
+        result = serializers.CharField(help_text="The tool result's text, for the model.")
+        file = serializers.CharField(required=False)
+        version = serializers.IntegerField(required=False)
+        chars = serializers.IntegerField(required=False)
+        warning = serializers.CharField(required=False)
+        files = serializers.ListField(child=serializers.CharField(), required=False)
+
+    class PendingSerializer(serializers.Serializer):
+        command = serializers.CharField()
+        result = serializers.CharField()
+        proposal = serializers.IntegerField()
+        status = serializers.CharField()
+        duplicate = serializers.BooleanField(required=False)
+
+    @extend_schema(
+        operation_id="claude_memory_command",
+        parameters=[
+            USER_PARAM,
+            OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
+                             description='Expected version of the file a write changes, e.g. "3".'),
+            idempotency.PARAMETER,
+        ],
+        request=InputSerializer,
+        responses={200: ResultSerializer, 202: PendingSerializer,
+                   **error_responses(400, 401, 403, 404, 409, 412, 422, 429)},
+    )
+    @idempotency.idempotent
+    def post(self, request: Request) -> Response:
+        data = parse_body(self.InputSerializer, request)
+        answer = claude_memory.run(agent=self.agent, user_ref=user_param(request, required=False), command=data,
+                                   expected_version=parse_if_match(request.headers.get("If-Match")))
+        body: dict[str, Any] = {"command": data["command"], "result": answer.result}
+        written = answer.write
+        if written is not None and written.proposal is not None:
+            body.update(proposal=written.proposal.pk, status="pending")
+            if written.duplicate:
+                body["duplicate"] = True
+            return Response(body, status=status.HTTP_202_ACCEPTED)
+        if answer.file is not None:
+            body.update(file=answer.file, version=answer.version)
+        if written is not None:
+            body["chars"] = written.chars
+            if written.warning:
+                body["warning"] = written.warning
+        if answer.files:
+            body["files"] = answer.files
+        return Response(body, headers={"ETag": f'"{answer.version}"'} if answer.version is not None else {})
+
+
+# --- the agent's own version history ---------------------------------------------------------------------
+
+
+class MemoryVersionsView(AgentAPIView):
+    """When and how the agent's own file changed, oldest first: numbers,
+    times, sources and reasons, not contents. An old version can hold text
+    a reviewer took out of service (a withheld or rolled-back version), and
+    only the current one is served (GET /api/v1/memory/FILE)."""
+
+    class VersionSerializer(serializers.Serializer):
+        version = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+        source = serializers.CharField()  # type: ignore[assignment]  # the API's field name, not Field.source
+        reason = serializers.CharField()
+        chars = serializers.IntegerField()
+        current = serializers.BooleanField()
+
+    class OutputSerializer(serializers.Serializer):
+        file = serializers.CharField()
+        versions = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        operation_id="list_memory_versions",
+        parameters=[FILE_PARAM, USER_PARAM],
+        responses={200: OutputSerializer, **error_responses(400, 401, 403, 404, 429)},
+    )
+    def get(self, request: Request, file: str) -> Response:
+        rows = services.file_versions(agent=self.agent, kind=file, user_ref=user_param(request, required=False))
+        latest = rows[-1].version if rows else 0
+        return Response({"file": file, "versions": [
+            {"version": row.version, "created_at": row.history_date, "source": row.source,
+             "reason": row.history_change_reason or "", "chars": len(row.content or ""),
+             "current": row.version == latest}
+            for row in rows
+        ]})
 
 
 def strict_param(request: Request) -> bool:

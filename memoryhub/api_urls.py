@@ -9,8 +9,10 @@ urlpatterns = [
     # Before the file route, so "search" and "tool-schemas" are never taken for a file name.
     path("memory/search", api.MemorySearchView.as_view(), name="api-memory-search"),
     path("memory/search/<int:entry_id>", api.MemorySearchEntryView.as_view(), name="api-memory-search-entry"),
+    path("memory/claude-memory", api.ClaudeMemoryView.as_view(), name="api-memory-claude"),
     path("memory/notes", api.MemoryNotesView.as_view(), name="api-memory-notes"),
     path("memory/tool-schemas", api.ToolSchemasView.as_view(), name="api-memory-tool-schemas"),
+    path("memory/<str:file>/versions", api.MemoryVersionsView.as_view(), name="api-memory-versions"),
     path("memory/<str:file>/entries", api.MemoryEntriesView.as_view(), name="api-memory-entries"),
     path("memory/<str:file>", api.MemoryFileView.as_view(), name="api-memory-file"),
     path("tools", api.ToolsView.as_view(), name="api-tools"),

@@ -11,8 +11,9 @@ thread of its own, so no database connection outlives its request (Django's
 docs: disable persistent connections under ASGI), and the REST API's hot
 path would pay a new connection per request. On long-lived threads each
 keeps its connection between requests, exactly as under a gthread worker.
-The MCP tools reach the database through `sync_to_async`, on one long-lived
-thread of their own.
+The MCP tools reach the database through `sync_to_async`, on a fixed pool of
+long-lived threads of their own (`mcp_server.TOOL_THREADS`,
+MEMORYHUB_MCP_THREADS).
 
 This app answers the lifespan protocol itself: at startup it runs the MCP
 session manager (which serves every MCP request from its task group), at
@@ -88,6 +89,9 @@ class Application:
             return
         await sync_to_async(connections.close_all)()
         await sync_to_async(_close_connections, thread_sensitive=False)(self.django.executor, self.threads)
+        tools, size = mcp_server.TOOL_THREADS.take()
+        if tools is not None:
+            await sync_to_async(_close_connections, thread_sensitive=False)(tools, size)
         await send({"type": "lifespan.shutdown.complete"})
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -261,6 +262,39 @@ def call_tool_sync(*, agent: Agent | None, agent_slug: str | None, name: str, ar
 # --- the server --------------------------------------------------------------------------------
 
 
+class ToolThreads:
+    """The threads tool calls (and key checks) run on: a fixed pool of
+    MEMORYHUB_MCP_THREADS, each keeping its database connection between
+    calls. One shared thread (sync_to_async's default) serialised every
+    tool call of the process: 50 concurrent clients queued on it
+    (docs/benchmarks.md, "MCP: 50 clients")."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def size(self) -> int:
+        return max(1, int(settings.MEMORYHUB_MCP_THREADS))
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.size, thread_name_prefix="mcp-tools")
+        return self._pool
+
+    def run(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        return sync_to_async(function, thread_sensitive=False, executor=self.pool)
+
+    def take(self) -> tuple[ThreadPoolExecutor | None, int]:
+        """The pool (to close its threads' connections) and its size; the
+        next call starts a new one."""
+        pool, self._pool = self._pool, None
+        return pool, self.size
+
+
+TOOL_THREADS = ToolThreads()
+
+
 def build_server(*, agent_slug: str | None = None) -> Server[Any]:
     """The MCP server. With `agent_slug` (stdio) every call acts as that
     agent; without it (HTTP) as the agent whose key authenticated the request."""
@@ -278,7 +312,7 @@ def build_server(*, agent_slug: str | None = None) -> Server[Any]:
             agent = request.scope.get("state", {}).get(_STATE_KEY) if request is not None else None
             if agent is None:
                 return _as_error("not_authenticated", "Authenticate with 'Authorization: Bearer <agent API key>'.")
-        return await sync_to_async(call_tool_sync)(agent=agent, agent_slug=agent_slug, name=params.name,
+        return await TOOL_THREADS.run(call_tool_sync)(agent=agent, agent_slug=agent_slug, name=params.name,
                                                    arguments=params.arguments)
 
     return Server(SERVER_NAME, version=VERSION, instructions=INSTRUCTIONS,
@@ -498,7 +532,7 @@ class AgentKeyAuth:
         if not domain or not validate_host(domain, allowed):
             await _error(400, "invalid", "This host is not served here.")(scope, receive, send)
             return
-        checked = await sync_to_async(_authenticate)(headers.get("authorization", ""))
+        checked = await TOOL_THREADS.run(_authenticate)(headers.get("authorization", ""))
         if checked.refusal is not None:
             await checked.refusal(scope, receive, send)
             return

@@ -114,6 +114,8 @@ MEMORYHUB_WSGI_THREADS = env_int("MEMORYHUB_WSGI_THREADS", 4)
 # limit (docker-compose: --limit-concurrency 200) counts it: so each key may
 # hold a few, the process a bounded number well below that limit, and each
 # ends after a while (the client reconnects). Counted per web process.
+# Threads MCP tool calls run on, per process (each holds a database connection).
+MEMORYHUB_MCP_THREADS = env_int("MEMORYHUB_MCP_THREADS", 4)
 MEMORYHUB_MCP_STREAMS_PER_KEY = env_int("MEMORYHUB_MCP_STREAMS_PER_KEY", 4)
 MEMORYHUB_MCP_STREAMS_MAX = env_int("MEMORYHUB_MCP_STREAMS_MAX", 100)
 MEMORYHUB_MCP_STREAM_MAX_SECONDS = env_float("MEMORYHUB_MCP_STREAM_MAX_SECONDS", 300)

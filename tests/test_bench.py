@@ -46,6 +46,7 @@ SMOKES: dict[str, Smoke] = {
     "entries.py": Smoke(("--pairs", "3", "--rounds", "1"), "| add + remove |"),
     "load.py": Smoke(("--agents", "2", "--seconds", "1", "--workers", "1", "--threads", "2"), "errors 0",
                      postgres=True),
+    "mcp_load.py": Smoke(("--clients", "2", "--seconds", "1"), "errors 0", postgres=True),
     "scanner.py": Smoke(("--iterations", "5", "--chars", "500"), "scan_all"),
     # The dev split: a smoke run has no business printing held-out rates.
     "scanner_holdout.py": Smoke(("--split", "dev"), "per class"),

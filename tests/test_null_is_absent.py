@@ -129,6 +129,9 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("PUT", "/api/v1/memory/{file}"): Route(
         "agent", lambda w: "/api/v1/memory/MEMORY.md?user=u1", lambda w: {"content": "- likes coffee\n",
                                                                            "reason": "said so"}),
+    ("POST", "/api/v1/memory/claude-memory"): Route(
+        "agent", lambda w: "/api/v1/memory/claude-memory?user=u1",
+        lambda w: {"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0, "insert_text": "- Rides."}),
     ("POST", "/api/v1/memory/{file}/entries"): Route(
         "agent", lambda w: "/api/v1/memory/MEMORY.md/entries?user=u1", lambda w: {"text": "Rides a bike.",
                                                                                     "reason": "said so"}),

@@ -395,6 +395,10 @@ def agent_write(content_of: Callable[[World], str], entry: str | None = None) ->
         points["agent_rest_entries"] = lambda w, who: rest(w.agent, "post", "/api/v1/memory/USER.md/entries?user=u1",
                                                            {"text": entry})
         points["mcp"] = mcp("memory_add", lambda w: {"file": "USER.md", "user": "u1", "text": entry})
+        # Claude's memory tool: the entry inserted after BASE's two lines.
+        points["claude_memory"] = lambda w, who: rest(
+            w.agent, "post", "/api/v1/memory/claude-memory?user=u1",
+            {"command": "insert", "path": "/memories/USER.md", "insert_line": 2, "insert_text": entry})
     return points
 
 
@@ -411,7 +415,9 @@ def proposed_once(world: World) -> Proposal:
 
 def answers_the_same_proposal(world: World, answer: Answer) -> None:
     assert Proposal.objects.get().pk == world.target.pk
-    assert answer.data == {"proposal": world.target.pk, "status": "pending", "duplicate": True}
+    # (The Claude memory tool's answer adds its text for the model.)
+    shared = {key: value for key, value in answer.data.items() if key not in ("command", "result")}
+    assert shared == {"proposal": world.target.pk, "status": "pending", "duplicate": True}
 
 
 # --- notes and read-your-own-writes (issue 22) ---------------------------------------------------------
@@ -754,7 +760,7 @@ def check(case: Case, entry: str) -> None:
         assert (answer.code, answer.status) == (code, status)
     elif entry in ("console", "retention_form"):
         assert answer.status == status
-    elif entry in ("command", "agent_rest_entries"):
+    elif entry in ("command", "agent_rest_entries", "claude_memory"):
         # A command's refusal carries the service's DomainError: same code, same status.
         assert (answer.code, answer.status) == (code, status)
         assert _sentence_for(case, world) in answer.detail
@@ -787,7 +793,8 @@ def _sentence_for(case: Case, world: World) -> str:
 
 def test_the_parity_table_covers_every_entry_point_kind() -> None:
     kinds = {entry for case in CASES for entry in case.entry_points}
-    assert kinds >= {"console", "htmx", "staff_rest", "agent_rest", "agent_rest_entries", "mcp", "command", "task"}
+    assert kinds >= {"console", "htmx", "staff_rest", "agent_rest", "agent_rest_entries", "mcp", "command", "task",
+                     "claude_memory"}
     assert {(case.operation, case.rule) for case in CASES} >= {
         ("approve", "role"), ("approve", "workspace"), ("approve", "four_eyes"), ("approve", "conflict"),
         ("approve", "stale"), ("agent_write", "scanner"), ("agent_write", "limits"),

@@ -292,6 +292,13 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         # that: one plain note, so the 200 never depends on its luck.
         examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]},
                                        body={"content": "- Rides a gravel bike now."}, media_type="application/json"))
+    if operation.path == "/api/v1/memory/claude-memory":
+        # Claude's memory tool: its directory view, and one line added.
+        examples.append(operation.Case(query={"user": USERS[0]}, body={"command": "view", "path": "/memories"},
+                                       media_type="application/json"))
+        examples.append(operation.Case(query={"user": USERS[0]}, media_type="application/json",
+                                       body={"command": "insert", "path": "/memories/MEMORY.md", "insert_line": 0,
+                                             "insert_text": "- Rides a gravel bike now."}))
     if operation.path == "/api/v1/memory/notes" and operation.method.upper() == "POST":
         # A note needs a seeded user with an open session and a note within
         # the 2,000 characters at once (the schema cannot state the bound).
@@ -303,9 +310,11 @@ def before_add_examples(context: Any, examples: list[schemathesis.Case]) -> None
         # reviewer cannot decide are answered per item, inside the 200.
         examples.append(operation.Case(body={"ids": [1, 2], "action": "reject", "reason_code": "duplicate"},
                                        media_type="application/json"))
-    if operation.path.endswith("/versions"):
+    if operation.path.endswith("/versions") and "{slug}" in operation.path:
         examples.append(operation.Case(path_parameters={"slug": AGENT_SLUG, "file": "MEMORY.md"},
                                        query={"user": USERS[0]}))
+    if operation.path == "/api/v1/memory/{file}/versions":
+        examples.append(operation.Case(path_parameters={"file": "MEMORY.md"}, query={"user": USERS[0]}))
 
 
 @schema.hook

@@ -37,6 +37,9 @@ WRITE_SUMMARIES = {
     "add": "added an entry to {kind}",
     "replace": "replaced an entry of {kind}",
     "remove": "removed an entry from {kind}",
+    # Claude's memory tool (memoryhub.claude_memory): text and lines, not entries.
+    "str_replace": "replaced text in {kind}",
+    "insert": "inserted a line into {kind}",
 }
 
 

@@ -14,6 +14,7 @@ from memoryhub_client.errors import (
     ERRORS_BY_CODE,
     Ambiguous,
     ConnectionFailed,
+    FourEyes,
     Invalid,
     LimitExceeded,
     MemoryHubError,
@@ -24,6 +25,7 @@ from memoryhub_client.errors import (
     PermissionDenied,
     ServerError,
     SessionExpired,
+    StaleProposal,
     Throttled,
     TimedOut,
     Unavailable,
@@ -32,24 +34,30 @@ from memoryhub_client.errors import (
     Withheld,
 )
 from memoryhub_client.models import (
+    ClaudeMemoryResult,
     Context,
+    FileVersion,
     LogAppended,
     LogEntry,
     MemoryFile,
     Note,
     NoteSaved,
     PendingChange,
+    SearchEntry,
     SearchHit,
     Section,
     Session,
     SessionEnded,
+    Tool,
+    Unchanged,
     WriteOutcome,
 )
 
 __all__ = [
-    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ConnectionFailed", "Context", "Invalid", "LimitExceeded",
-    "LogAppended", "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError", "NotAuthenticated", "NotFound",
-    "PermissionDenied", "SearchHit", "Section", "ServerError", "Session", "SessionEnded", "SessionExpired",
-    "Throttled", "TimedOut", "Unavailable", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",
+    "ERRORS_BY_CODE", "Ambiguous", "AsyncMemoryHub", "ClaudeMemoryResult", "ConnectionFailed", "Context", "FileVersion",
+    "FourEyes", "Invalid", "LimitExceeded", "LogAppended", "LogEntry", "MemoryFile", "MemoryHub", "MemoryHubError",
+    "NotAuthenticated", "NotFound", "PermissionDenied", "SearchEntry", "SearchHit", "Section", "ServerError",
+    "Session", "SessionEnded", "SessionExpired", "StaleProposal", "Throttled", "TimedOut", "Tool", "Unavailable",
+    "Unchanged", "UnsafeContent", "VersionConflict", "Withheld", "WriteOutcome",
 ]
 __all__ += ["NoOpenSession", "Note", "NoteSaved", "PendingChange", "PendingReview"]

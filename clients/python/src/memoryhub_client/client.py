@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -22,15 +22,20 @@ import httpx
 
 from memoryhub_client.errors import ConnectionFailed, MemoryHubError, ServerError, TimedOut, error_for
 from memoryhub_client.models import (
+    ClaudeMemoryResult,
     Context,
+    FileVersion,
     LogAppended,
     LogEntry,
     MemoryFile,
     Note,
     NoteSaved,
+    SearchEntry,
     SearchHit,
     Session,
     SessionEnded,
+    Tool,
+    Unchanged,
     WriteOutcome,
     _time,
 )
@@ -188,6 +193,44 @@ class _Calls:
         return _Call("POST", f"/api/v1/sessions/{int(session)}/end", parse,
                      json={"note": note} if note is not None else None)
 
+    @staticmethod
+    def claude_memory(command: Mapping[str, Any], user: str | None, if_match: int | None,
+                      idempotency_key: str | None) -> _Call[ClaudeMemoryResult]:
+        return _Call("POST", "/api/v1/memory/claude-memory", lambda r: ClaudeMemoryResult.from_json(_json(r)),
+                     params=_user(user), json=dict(command),
+                     headers={**_if_match(if_match), **_idempotency(idempotency_key)})
+
+    @staticmethod
+    def context_if_changed(user: str, etag: str, session: int | None) -> _Call[Context | Unchanged]:
+        tag = etag if etag.startswith(('"', "W/")) else f'"{etag}"'
+
+        def parse(response: httpx.Response) -> Context | Unchanged:
+            if response.status_code == 304:
+                return Unchanged(etag=response.headers.get("ETag", tag))
+            return Context.from_json(_json(response), response.headers.get("ETag", ""))
+
+        call = _Calls.context(user, session)
+        return _Call("GET", call.path, parse, params=call.params, headers={"If-None-Match": tag})
+
+    @staticmethod
+    def versions(file: str, user: str | None) -> _Call[list[FileVersion]]:
+        return _Call("GET", _file_path(file, "/versions"),
+                     lambda r: [FileVersion.from_json(v) for v in _json(r)["versions"]], params=_user(user))
+
+    @staticmethod
+    def search_entry(entry: int, user: str) -> _Call[SearchEntry]:
+        return _Call("GET", f"/api/v1/memory/search/{int(entry)}", lambda r: SearchEntry.from_json(_json(r)),
+                     params={"user": user})
+
+    @staticmethod
+    def tools() -> _Call[list[Tool]]:
+        return _Call("GET", "/api/v1/tools", lambda r: [Tool.from_json(t) for t in _json(r)["tools"]])
+
+    @staticmethod
+    def replace_tools(tools: Iterable[Tool | Mapping[str, Any]]) -> _Call[list[Tool]]:
+        body = {"tools": [t.as_json() if isinstance(t, Tool) else dict(t) for t in tools]}
+        return _Call("PUT", "/api/v1/tools", lambda r: [Tool.from_json(t) for t in _json(r)["tools"]], json=body)
+
 
 def _retryable(response: httpx.Response) -> bool:
     """A refusal that changed nothing and names when to come back: 429
@@ -321,6 +364,31 @@ class MemoryHub:
     def end_session(self, session: int, *, note: str | None = None) -> SessionEnded:
         return self._run(_Calls.end_session(session, note))
 
+    def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None, if_match: int | None = None,
+                      idempotency_key: str | None = None) -> ClaudeMemoryResult:
+        """One command of Claude's memory tool (`{"command": "view", "path": "/memories"}`…), as the
+        model sent it; `memoryhub_client.claude.MemoryHubMemoryTool` wraps it for the anthropic SDK."""
+        return self._run(_Calls.claude_memory(command, user, if_match, idempotency_key))
+
+    def context_if_changed(self, user: str, etag: str, *, session: int | None = None) -> Context | Unchanged:
+        """The context again only if it changed since `etag` (a Context's
+        `etag`): `Unchanged` when the server answers 304."""
+        return self._run(_Calls.context_if_changed(user, etag, session))
+
+    def versions(self, file: str, *, user: str | None = None) -> list[FileVersion]:
+        """When and how one of the agent's files changed, oldest first (no contents)."""
+        return self._run(_Calls.versions(file, user))
+
+    def search_entry(self, entry: int, *, user: str) -> SearchEntry:
+        """A log entry in full, as a search hit's `raw["entry"]` names it."""
+        return self._run(_Calls.search_entry(entry, user))
+
+    def tools(self) -> list[Tool]:
+        return self._run(_Calls.tools())
+
+    def replace_tools(self, tools: Iterable[Tool | Mapping[str, Any]]) -> list[Tool]:
+        return self._run(_Calls.replace_tools(tools))
+
 
 class AsyncMemoryHub:
     """The agent API for asyncio code; the same methods as `MemoryHub`."""
@@ -408,6 +476,25 @@ class AsyncMemoryHub:
 
     async def end_session(self, session: int, *, note: str | None = None) -> SessionEnded:
         return await self._run(_Calls.end_session(session, note))
+
+    async def claude_memory(self, command: Mapping[str, Any], *, user: str | None = None,
+                            if_match: int | None = None, idempotency_key: str | None = None) -> ClaudeMemoryResult:
+        return await self._run(_Calls.claude_memory(command, user, if_match, idempotency_key))
+
+    async def context_if_changed(self, user: str, etag: str, *, session: int | None = None) -> Context | Unchanged:
+        return await self._run(_Calls.context_if_changed(user, etag, session))
+
+    async def versions(self, file: str, *, user: str | None = None) -> list[FileVersion]:
+        return await self._run(_Calls.versions(file, user))
+
+    async def search_entry(self, entry: int, *, user: str) -> SearchEntry:
+        return await self._run(_Calls.search_entry(entry, user))
+
+    async def tools(self) -> list[Tool]:
+        return await self._run(_Calls.tools())
+
+    async def replace_tools(self, tools: Iterable[Tool | Mapping[str, Any]]) -> list[Tool]:
+        return await self._run(_Calls.replace_tools(tools))
 
 
 __all__ = ["AsyncMemoryHub", "MemoryHub", "MemoryHubError"]

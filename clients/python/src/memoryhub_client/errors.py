@@ -85,6 +85,18 @@ class Withheld(MemoryHubError):
     code = "withheld"
 
 
+class FourEyes(PermissionDenied):
+    """Staff: whoever made a proposal or change cannot decide it."""
+
+    code = "four_eyes"
+
+
+class StaleProposal(MemoryHubError):
+    """Staff: the file moved past the proposal's base version; rebase it."""
+
+    code = "stale_proposal"
+
+
 class SessionExpired(MemoryHubError):
     code = "session_expired"
 
@@ -161,7 +173,7 @@ ERRORS_BY_CODE: dict[str, type[MemoryHubError]] = {
     cls.code: cls
     for cls in (Invalid, NotAuthenticated, PermissionDenied, NotFound, LimitExceeded, UnsafeContent,
                 VersionConflict, Ambiguous, Withheld, SessionExpired, Throttled, ServerError, Unavailable,
-                PendingReview, NoOpenSession)
+                PendingReview, NoOpenSession, FourEyes, StaleProposal)
 }
 
 

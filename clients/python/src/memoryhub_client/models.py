@@ -176,6 +176,96 @@ class SessionEnded:
     ended_at: datetime | None
 
 
+@dataclass(frozen=True)
+class ClaudeMemoryResult:
+    """One command of Claude's memory tool, answered: `result` is the text
+    to hand the model as the tool result. A write is applied (`version`
+    the new one) or pending review (`proposal`)."""
+
+    command: str
+    result: str
+    file: str | None = None
+    version: int | None = None
+    chars: int | None = None
+    warning: str | None = None
+    proposal: int | None = None
+    files: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        return self.proposal is not None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClaudeMemoryResult:
+        return cls(command=data["command"], result=data["result"], file=data.get("file"),
+                   version=data.get("version"), chars=data.get("chars"), warning=data.get("warning"),
+                   proposal=data.get("proposal"), files=list(data.get("files", [])), raw=data)
+
+
+# --- the rest of the agent routes (search entries, tools, conditional context) -------------------------
+
+
+@dataclass(frozen=True)
+class SearchEntry:
+    """A log entry in full, as a search hit's `entry` names it (re-scanned:
+    a part a scanner rule catches reads [BLOCKED: rule])."""
+
+    entry: int
+    session: int
+    role: str
+    content: str
+    created_at: datetime | None
+    blocked: list[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchEntry:
+        return cls(entry=data["entry"], session=data["session"], role=data["role"], content=data["content"],
+                   created_at=_time(data.get("created_at")), blocked=list(data.get("blocked", [])), raw=data)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One of the agent's registered tools (the auto-generated tool section)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tool:
+        return cls(name=data["name"], description=data.get("description") or "",
+                   parameters=dict(data.get("parameters") or {}))
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """The context is still the one `etag` names (the server answered 304):
+    keep using it."""
+
+    etag: str
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    """One version of the agent's own file: when, from what source, why,
+    how long (never its text: only the current version is served)."""
+
+    version: int
+    created_at: datetime | None
+    source: str
+    reason: str
+    chars: int
+    current: bool
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileVersion:
+        return cls(version=data["version"], created_at=_time(data.get("created_at")), source=data["source"],
+                   reason=data.get("reason", ""), chars=data["chars"], current=bool(data.get("current")))
 # --- notes (memory_note) ---------------------------------------------------------------
 
 
