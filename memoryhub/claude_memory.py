@@ -27,6 +27,7 @@ from typing import Any
 from memoryhub import context, errors, services
 from memoryhub.models import Agent, FileKind
 from memoryhub.services.entries import _edit as edit_on_content
+from memoryhub.services.entries import _or_pending as or_pending
 
 ROOT = "/memories"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
@@ -265,8 +266,12 @@ def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: Any, 
         seen["after"] = with_text_replaced(content, old, new, path=path)
         return seen["after"]
 
+    # Text the agent wrote under `review` lives only in its pending proposal:
+    # 409 pending_review naming it, as the entry operations answer.
     result = edit_on_content(agent=agent, kind=kind, user_ref=_user(kind, user_ref), reason=reason,
-                             expected_version=expected_version, operation="str_replace", build=build)
+                             expected_version=expected_version, operation="str_replace",
+                             build=or_pending(agent=agent, kind=kind, user_ref=_user(kind, user_ref), needle=old,
+                                              build=build))
     done = ("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
             + _snippet(seen["before"], old, new, seen["after"]))
     return _written(agent, kind, path, result, done)

@@ -144,6 +144,22 @@ def test_under_review_a_write_is_a_proposal_and_nothing_is_served(agent, client)
     assert Proposal.objects.count() == 1
 
 
+def test_under_review_an_edit_of_text_only_the_pending_proposal_holds_names_it(agent, client):
+    agent.write_policy = WritePolicy.REVIEW
+    agent.save()
+    call(client, {"command": "create", "path": "/memories/MEMORY.md", "file_text": "- likes tea\n"})
+    proposal = Proposal.objects.get(agent=agent)
+    response = call(client, {"command": "str_replace", "path": "/memories/MEMORY.md", "old_str": "likes tea",
+                             "new_str": "likes coffee"})
+    assert response.status_code == 409, response.json()
+    error = response.json()["error"]
+    assert error["code"] == "pending_review" and error["proposal"] == proposal.pk, error
+    # Text nobody wrote is still simply not there.
+    missing = call(client, {"command": "str_replace", "path": "/memories/MEMORY.md", "old_str": "likes rain",
+                            "new_str": "likes sun"})
+    assert missing.status_code == 404 and Proposal.objects.count() == 1
+
+
 def test_a_withheld_file_is_served_withheld_and_not_edited(agent, client):
     from tests.factories import staff
 
