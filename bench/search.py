@@ -9,7 +9,12 @@ and prints p50/p95/p99 by kind of query. Target: p95 ≤ 50 ms at 100,000 entrie
 not a test: it asserts nothing.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mh_search_bench \\
-        .venv/bin/python bench/search.py [--queries N] [--entries N] [--pairs N] [--reload]
+        .venv/bin/python bench/search.py [--queries N] [--entries N] [--pairs N] [--reload] [--direct-vectors]
+
+Without --direct-vectors the semantic index is made by the worker's own task
+over every pair (~17 min of a core at 1,000,000 entries); with it, a few
+thousand distinct texts are embedded once and their vectors written for
+every text by COPY (write_vectors_directly; the output says so).
 
 The database must be a disposable one: the first run migrates it and loads
 the data (a few minutes on two cores); later runs reuse the data when it
