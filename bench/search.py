@@ -9,7 +9,12 @@ and prints p50/p95/p99 by kind of query. Target: p95 ≤ 50 ms at 100,000 entrie
 not a test: it asserts nothing.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mh_search_bench \\
-        .venv/bin/python bench/search.py [--queries N] [--entries N] [--pairs N] [--reload]
+        .venv/bin/python bench/search.py [--queries N] [--entries N] [--pairs N] [--reload] [--direct-vectors]
+
+Without --direct-vectors the semantic index is made by the worker's own task
+over every pair (~17 min of a core at 1,000,000 entries); with it, a few
+thousand distinct texts are embedded once and their vectors written for
+every text by COPY (write_vectors_directly; the output says so).
 
 The database must be a disposable one: the first run migrates it and loads
 the data (a few minutes on two cores); later runs reuse the data when it
@@ -208,7 +213,62 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def run(*, count: int, seed: int) -> None:
+DISTINCT_VECTORS = 4096
+
+
+def write_vectors_directly(texts: list[str]) -> None:
+    """The semantic index without the worker's hours: embed a few thousand
+    distinct log texts once, then give every text of every pair (each log
+    entry, each file line) one of those vectors, chosen by the text's digest,
+    in rows shaped exactly as `embedding.embed_scope` writes them (one per
+    (agent, user_ref, digest), int8-packed), loaded with COPY. A search reads
+    and scores the same number of vectors of the same size; only which
+    neighbours it finds differs, which a latency figure does not look at."""
+    from django.db import connection, transaction
+
+    from memoryhub.models import Agent, LogEntry, MemoryFile
+    from memoryhub.search import index, semantic
+
+    started = time.perf_counter()
+    distinct = list(dict.fromkeys(texts))
+    packed = [semantic.pack(vector) for vector in semantic.embed(distinct)]
+    agent_ids = list(Agent.objects.filter(workspace__slug=WORKSPACE).values_list("pk", flat=True))
+    now = datetime.now(UTC)
+    written = 0
+
+    def rows(agent_id: int) -> list[tuple[int, str, str]]:
+        # One agent's (user_ref, digest) pairs, each once: its files (its own
+        # under user_ref "") and its pairs' log entries.
+        keys: dict[tuple[int, str, str], None] = {}
+        for owner, content in (MemoryFile.objects.filter(agent_id=agent_id).exclude(content="")
+                               .values_list("user_ref", "content")):
+            for _, body in index.file_entries(content):
+                keys[(agent_id, owner, semantic.content_hash(body))] = None
+        for owner, content in (LogEntry.objects.filter(agent_id=agent_id).exclude(content="")
+                               .values_list("user_ref", "content").iterator(chunk_size=20_000)):
+            keys[(agent_id, owner, semantic.content_hash(content))] = None
+        return list(keys)
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL statement_timeout = 0")
+            cursor.execute("DELETE FROM memoryhub_entryvector WHERE agent_id = ANY(%s)", [agent_ids])
+        for agent_id in agent_ids:
+            batch = rows(agent_id)  # read before the COPY: a connection does one thing at a time
+            with connection.cursor() as cursor, cursor.cursor.copy(  # type: ignore[attr-defined]
+                "COPY memoryhub_entryvector (agent_id, user_ref, content_hash, vector, created_at) FROM STDIN"
+            ) as copy:
+                for _, owner, digest in batch:
+                    copy.write_row((agent_id, owner, digest, packed[int(digest[:8], 16) % len(packed)], now))
+            written += len(batch)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE memoryhub_entryvector")
+    print(f"semantic index WRITTEN DIRECTLY, not by the worker: {len(distinct):,} distinct log texts embedded "
+          f"once, their vectors reused for {written:,} (agent, user, text) rows by digest "
+          f"({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+def run(*, count: int, seed: int, direct_vectors: bool = False, target_ms: float = 50) -> None:
 
     from memoryhub import search
     from memoryhub.models import Agent
@@ -228,12 +288,15 @@ def run(*, count: int, seed: int) -> None:
         semantic.embed(texts)
         print(f"embedding throughput: {len(texts) / (time.perf_counter() - start):,.0f} entries/s on one core "
               f"(wordllama {semantic.DIM}-d, {len(texts):,} log entries)")
+        if direct_vectors:
+            write_vectors_directly(texts[:DISTINCT_VECTORS])
         start, made = time.perf_counter(), 0
-        for agent in agents:
+        for agent in agents if not direct_vectors else ():
             for user in range(100):
                 made += embedding.embed_scope(agent=agent, user_ref=f"user-{user}")
-        print(f"worker task over every pair: {made / (time.perf_counter() - start):,.0f} entries/s "
-              f"({made:,} vectors, reads and inserts included)")
+        if made:
+            print(f"worker task over every pair: {made / (time.perf_counter() - start):,.0f} entries/s "
+                  f"({made:,} vectors, reads and inserts included)")
 
     writes(rounds=max(200, count // 5))
 
@@ -301,7 +364,8 @@ def run(*, count: int, seed: int) -> None:
         print(f"| Python CPU of the search | {len(cpu):,} | | {percentile(cpu, 0.5):.2f} | "
               f"{percentile(cpu, 0.95):.2f} | {percentile(cpu, 0.99):.2f} |")
         p95 = percentile(everything, 0.95)
-        print(f"\np95 {p95:.2f} ms end to end against a target of 50 ms: {'met' if p95 < 50 else 'NOT met'}")
+        print(f"\np95 {p95:.2f} ms end to end against a target of {target_ms:.0f} ms: "
+              f"{'met' if p95 <= target_ms else 'NOT met'}")
 
 
 def writes(*, rounds: int) -> None:
@@ -341,6 +405,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=3000)
     parser.add_argument("--reload", action="store_true", help="load the data again even when it is there")
     parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--direct-vectors", action="store_true",
+                        help=f"write the semantic index directly ({DISTINCT_VECTORS:,} distinct texts embedded once, "
+                             "their vectors reused) instead of running the worker's task over every pair")
     args = parser.parse_args()
     if args.pairs % 100 or args.entries % args.pairs:
         sys.exit("--pairs must be a multiple of 100, and --entries a multiple of --pairs.")
@@ -356,7 +423,9 @@ def main() -> None:
     if args.reload or not loaded(args.entries, args.pairs):
         print(f"loading {args.entries:,} log entries over {args.pairs:,} pairs …", flush=True)
         load(entries=args.entries, pairs=args.pairs, seed=args.seed)
-    run(count=args.queries, seed=args.seed)
+    print(f"uptime: {os.popen('uptime').read().strip()} (a shared machine)")
+    run(count=args.queries, seed=args.seed, direct_vectors=args.direct_vectors,
+        target_ms=100 if args.entries >= 1_000_000 else 50)
 
 
 if __name__ == "__main__":

@@ -125,6 +125,12 @@ class WriteOutcome:
 
 @dataclass(frozen=True)
 class SearchHit:
+    """One search result, one entry: a file's line (`source == "file"`:
+    `file`, `version`, `line`, its served `text`) or a log entry
+    (`source == "log"`: `session`, `entry`, `role`). `snippet` marks the
+    matched words `**like this**`; `matched` counts the query's terms found;
+    `how` names the rankings that found it (`keyword`, `semantic`)."""
+
     source: str
     snippet: str
     score: float
@@ -132,12 +138,22 @@ class SearchHit:
     file: str | None = None
     session: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Added after `raw` so that the earlier fields keep their positions.
+    version: int | None = None
+    line: int | None = None
+    text: str | None = None
+    entry: int | None = None
+    role: str | None = None
+    matched: int = 0
+    how: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchHit:
         return cls(source=data["source"], snippet=data["snippet"], score=float(data["score"]),
                    created_at=_time(data.get("created_at")), file=data.get("file"), session=data.get("session"),
-                   raw=data)
+                   raw=data, version=data.get("version"), line=data.get("line"), text=data.get("text"),
+                   entry=data.get("entry"), role=data.get("role"), matched=int(data.get("matched", 0)),
+                   how=tuple(data.get("how", ())))
 
 
 @dataclass(frozen=True)
