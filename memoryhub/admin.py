@@ -30,6 +30,7 @@ from memoryhub.models import (
     ApiKey,
     AuditEvent,
     Change,
+    EntryVector,
     ErasureRecord,
     IdempotencyRecord,
     LogEntry,
@@ -522,3 +523,14 @@ class IdempotencyRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     list_display = ("principal", "key", "status_code", "created_at", "expires_at")
     search_fields = ("principal", "key")
+
+
+@admin.register(EntryVector)
+class EntryVectorAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The semantic search index: read-only (the worker writes it, erasure and
+    retention delete from it); the vector bytes themselves are not shown."""
+
+    list_display = ("agent", "user_ref", "content_hash", "created_at")
+    list_filter = ("agent",)
+    search_fields = ("content_hash",)
+    exclude = ("vector",)
