@@ -33,6 +33,7 @@ from django.db.models.functions import Cast, Length, TruncDate
 from django.utils import timezone
 
 from memoryhub import services
+from memoryhub.actors import Actor, active_staff_user
 from memoryhub.models import (
     Agent,
     AgentSession,
@@ -58,18 +59,19 @@ RUN_STATUSES = ("queued", "running", "succeeded", "no_change", "failed", "skippe
 # --- who may do what ---------------------------------------------------------------------
 
 
-def roles_by_workspace(user: Any) -> dict[int, str]:
+def roles_by_workspace(user: Actor | None) -> dict[int, str]:
     """The user's role in each of their workspaces, in one query (for pages
     that list objects from several workspaces)."""
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+    member = active_staff_user(user)
+    if member is None:
         return {}
-    return dict(Membership.objects.filter(user=user).values_list("workspace_id", "role"))
+    return dict(Membership.objects.filter(user=member).values_list("workspace_id", "role"))
 
 
 # --- queue and header -----------------------------------------------------------------------
 
 
-def queue_counts(user: Any) -> dict[str, int]:
+def queue_counts(user: Actor | None) -> dict[str, int]:
     return services.visible_proposals(user).aggregate(
         pending=Count("id", filter=Q(status=ProposalStatus.PENDING)),
         stale=Count("id", filter=Q(status=ProposalStatus.STALE)),
@@ -130,7 +132,7 @@ def related_proposals(proposal: Proposal) -> list[Proposal]:
     )
 
 
-def reason_codes_for(user: Any) -> list[str]:
+def reason_codes_for(user: Actor | None) -> list[str]:
     """The reason codes of the workspaces the user decides in, in order, each once."""
     ids = services.workspace_ids_for(user, services.REVIEW_ROLES)
     codes: dict[str, None] = {}
@@ -139,11 +141,11 @@ def reason_codes_for(user: Any) -> list[str]:
     return list(codes)
 
 
-def pending_proposal_count(user: Any) -> int:
+def pending_proposal_count(user: Actor | None) -> int:
     return services.visible_proposals(user).pending().count()
 
 
-def pending_change_count(user: Any) -> int:
+def pending_change_count(user: Actor | None) -> int:
     return services.visible_changes(user).pending().count()
 
 
@@ -191,7 +193,7 @@ def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile
     )
 
 
-def agents_overview(user: Any) -> list[Agent]:
+def agents_overview(user: Actor | None) -> list[Agent]:
     """The visible agents, each with `pending` proposals and `near_cap` files."""
     visible = services.visible_agents(user)
     rows: list[Agent] = list(
@@ -212,7 +214,7 @@ def workspace(pk: int) -> Workspace | None:
     return Workspace.objects.filter(pk=pk).first()
 
 
-def admin_workspaces(user: Any) -> list[Workspace]:
+def admin_workspaces(user: Actor | None) -> list[Workspace]:
     return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user, services.ADMIN_ROLES)))
 
 
@@ -246,21 +248,21 @@ def pending_proposal_count_for(agent: Agent) -> int:
     return Proposal.objects.pending().filter(agent=agent).count()
 
 
-def pending_changes_for(user: Any, agent: Agent) -> list[Change]:
+def pending_changes_for(user: Actor | None, agent: Agent) -> list[Change]:
     return list(services.visible_changes(user).pending().filter(agent=agent).order_by("created_at", "id"))
 
 
-def pending_workspace_settings_changes(user: Any, workspace: Workspace) -> list[Change]:
+def pending_workspace_settings_changes(user: Actor | None, workspace: Workspace) -> list[Change]:
     return list(services.visible_changes(user).pending()
                 .filter(workspace=workspace, kind=ChangeKind.WORKSPACE_SETTINGS).order_by("created_at", "id"))
 
 
-def user_workspaces(user: Any) -> list[Workspace]:
+def user_workspaces(user: Actor | None) -> list[Workspace]:
     """Every workspace where the user has a role, by slug."""
     return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user)).order_by("slug"))
 
 
-def workspace_for_user(user: Any, slug: str) -> Workspace | None:
+def workspace_for_user(user: Actor | None, slug: str) -> Workspace | None:
     """A workspace where the user has any role, by slug; None for any other."""
     return Workspace.objects.filter(slug=slug, pk__in=services.workspace_ids_for(user)).first()
 
@@ -304,7 +306,7 @@ def evidence(agent: Agent, user_ref: str, ids: Any) -> dict[int, LogEntry]:
     return {e.pk: e for e in entries}
 
 
-def session_for(user: Any, pk: int) -> AgentSession | None:
+def session_for(user: Actor | None, pk: int) -> AgentSession | None:
     return AgentSession.objects.filter(pk=pk, agent__in=services.visible_agents(user)).select_related("agent").first()
 
 
@@ -315,7 +317,7 @@ def session_log(session: AgentSession) -> list[LogEntry]:
 # --- direct writes ------------------------------------------------------------------------------
 
 
-def direct_writes(user: Any, *, since: date, agent_slug: str = "") -> QuerySet[Any]:
+def direct_writes(user: Actor | None, *, since: date, agent_slug: str = "") -> QuerySet[Any]:
     """History rows that agents wrote without a proposal (the `direct`
     policy) since a day, newest first. Each row carries the content of the
     version before it (`previous_content`) and the file's served and

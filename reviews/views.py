@@ -36,6 +36,7 @@ from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
 from memoryhub import errors, risk, selectors, services, tokens
+from memoryhub.actors import Actor
 from memoryhub.models import (
     Change,
     ChangeKind,
@@ -152,7 +153,7 @@ class QueueFilterForm(forms.Form):
             ("", "All agents"), *((a.slug, a.name or a.slug) for a in agents)
         ]
 
-    def apply(self, proposals: Any, *, user: Any) -> Any:
+    def apply(self, proposals: Any, *, user: Actor | None) -> Any:
         data = self.cleaned_data if self.is_valid() else {}
         claimed = data.get("claimed")
         if claimed == "mine":

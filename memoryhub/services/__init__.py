@@ -11,16 +11,15 @@ never in a view, serializer, form, signal or `save()`.
 
 from __future__ import annotations
 
+from memoryhub.actors import SYSTEM, Actor, System, is_system, staff_id, staff_user, username_of
 from memoryhub.services.access import (
     ADMIN_ROLES,
     READ_ROLES,
     REVIEW_ROLES,
-    SYSTEM,
     can_review,
     get_agent_for_user,
     get_proposal_for_user,
     is_admin,
-    is_system,
     require_admin,
     require_reviewer,
     require_role,
@@ -193,3 +192,4 @@ __all__ += ["COUNT_LABELS", "ERASE_ROLES", "NothingToErase", "count_lines", "era
 __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reason_code", "decide_bulk",
             "unclaim_proposal"]
 __all__ += ["special_categories"]
+__all__ += ["Actor", "System", "staff_id", "staff_user", "username_of"]

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors
+from memoryhub.actors import Actor, staff_id, username_of
 from memoryhub.models import Agent, Change, ChangeKind, ChangeQuerySet, ChangeStatus, Workspace
 from memoryhub.services.access import (
     ADMIN_ROLES,
@@ -23,7 +24,6 @@ from memoryhub.services.access import (
     require_four_eyes,
     require_role,
     user_or_none,
-    username_of,
     workspace_ids_for,
 )
 from memoryhub.services.audit import record_event
@@ -42,10 +42,10 @@ DECIDERS = {
 }
 
 
-def may_decide(*, change: Change, role: str | None, user: Any) -> bool:
+def may_decide(*, change: Change, role: str | None, user: Actor | None) -> bool:
     """Whether a user with `role` in the change's workspace may approve or
     reject it: the right role, and not the requester (four-eyes)."""
-    mine = change.requested_by_id is not None and change.requested_by_id == getattr(user, "pk", None)
+    mine = change.requested_by_id is not None and change.requested_by_id == staff_id(user)
     return change.is_pending and not mine and role in DECIDERS[ChangeKind(change.kind)]
 
 
@@ -58,7 +58,7 @@ def request_change(
     *,
     workspace: Workspace,
     kind: str,
-    actor: Any,
+    actor: Actor,
     payload: dict[str, Any],
     summary: str,
     reason: Any = "",
@@ -89,7 +89,7 @@ def request_change(
     return change
 
 
-def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Any, reason: Any) -> Change:
+def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any) -> Change:
     """Ask to serve a withheld file again: a change another reviewer approves."""
     kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
     require_role(user=actor, workspace=agent.workspace_id, roles=REVIEW_ROLES, action="release withheld files")
@@ -114,13 +114,13 @@ def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, act
 # --- lookups --------------------------------------------------------------------------------
 
 
-def visible_changes(user: Any) -> ChangeQuerySet:
+def visible_changes(user: Actor | None) -> ChangeQuerySet:
     return Change.objects.in_workspaces(workspace_ids_for(user)).select_related(
         "workspace", "agent", "requested_by", "decided_by"
     )
 
 
-def get_change_for_user(user: Any, pk: Any) -> Change:
+def get_change_for_user(user: Actor | None, pk: Any) -> Change:
     change = visible_changes(user).filter(pk=_int_id(pk, "change")).first()
     if change is None:
         raise errors.NotFound("There is no such change in your workspaces.")
@@ -140,7 +140,7 @@ def _lock(change_id: Any) -> Change:
     return change
 
 
-def _decide(change: Change, *, status: str, actor: Any, comment: str, result: dict[str, Any] | None = None) -> None:
+def _decide(change: Change, *, status: str, actor: Actor, comment: str, result: dict[str, Any] | None = None) -> None:
     change.status = status
     change.decided_by = user_or_none(actor)
     change.decided_by_username = username_of(actor)
@@ -151,7 +151,7 @@ def _decide(change: Change, *, status: str, actor: Any, comment: str, result: di
                                "result", "payload", "user_ref", "reason"])
 
 
-def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
+def approve_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change:
     """Apply a pending change, decided by someone other than its requester."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
@@ -181,7 +181,7 @@ def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
     return change
 
 
-def _apply(change: Change, *, actor: Any) -> dict[str, Any]:
+def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
     from memoryhub.services.agents import (
         AGENT_SETTINGS,
         WORKSPACE_SETTINGS,
@@ -247,14 +247,14 @@ def _event_user_ref(change: Change) -> str:
     return change.user_ref
 
 
-def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
+def reject_change(*, change_id: Any, actor: Actor, comment: Any) -> Change:
     comment = validate_text(comment, field="comment", label="A comment saying why you reject this change",
                             max_length=COMMENT_MAX, required=True)
     with transaction.atomic():
         change = _lock(change_id)
         require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
                      action=f"reject {change.get_kind_display().lower()} changes")
-        if change.requested_by_id is not None and change.requested_by_id == getattr(actor, "pk", None):
+        if change.requested_by_id is not None and change.requested_by_id == staff_id(actor):
             raise errors.FourEyes("You requested this change; withdraw it instead of rejecting it.")
         if not change.is_pending:
             raise errors.NotPending(f"This change is already {change.status}; there is nothing to reject.")
@@ -267,11 +267,11 @@ def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
     return change
 
 
-def withdraw_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
+def withdraw_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change:
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         change = _lock(change_id)
-        if change.requested_by_id is None or change.requested_by_id != getattr(actor, "pk", None):
+        if change.requested_by_id is None or change.requested_by_id != staff_id(actor):
             raise errors.PermissionDenied("Only the person who requested a change can withdraw it.")
         if not change.is_pending:
             raise errors.NotPending(f"This change is already {change.status}; there is nothing to withdraw.")

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memoryhub import errors
+from memoryhub.actors import Actor
 from memoryhub.models import Agent, MemoryFile, Proposal, ProposalStatus, Source, WritePolicy, limit_kind_of, scope_of
 from memoryhub.services.access import require_reviewer, user_or_none
 from memoryhub.services.audit import record_event
@@ -161,7 +162,7 @@ def apply_version(
     content: str,
     source: str,
     reason: str,
-    actor_user: Any = None,
+    actor_user: Actor | None = None,
     actor_agent: Agent | None = None,
     approved_by: Any = None,
     proposal: Proposal | None = None,
@@ -352,7 +353,7 @@ def _edit_locked(
 
 
 def withhold_file(
-    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Any, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any
 ) -> MemoryFile:
     """One reviewer takes a file's current version out of service at once:
     fresh contexts, the memory read tool and every open session's frozen

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors, merge, risk, scanner
+from memoryhub.actors import Actor, staff_id
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -72,7 +73,7 @@ def create_proposal(
     source: str,
     reason: str,
     rationale: list[dict[str, Any]],
-    author_user: Any = None,
+    author_user: Actor | None = None,
     author_agent: Agent | None = None,
     revises: Proposal | None = None,
     rollback_to: int | None = None,
@@ -165,7 +166,7 @@ def _check_personal_data(proposal: Proposal, acknowledged: bool) -> list[str]:
     return categories
 
 
-def _username(user: Any) -> str:
+def _username(user: Actor | None) -> str:
     """The name to keep on the row: a later rename must not rewrite it."""
     user = user_or_none(user)
     return user.get_username() if user is not None else ""
@@ -180,7 +181,7 @@ def propose_change(
     source: str,
     reason: str = "",
     rationale: list[dict[str, Any]] | None = None,
-    author_user: Any = None,
+    author_user: Actor | None = None,
     author_agent: Agent | None = None,
     base_version: int | None = None,
     revises: Proposal | None = None,
@@ -223,7 +224,7 @@ def propose_change(
         )
 
 
-def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Any) -> Proposal:
+def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Actor) -> Proposal:
     """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
     proposal that another reviewer approves (four-eyes lives in approve)."""
     require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
@@ -238,7 +239,7 @@ def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, 
 
 
 def propose_rollback(
-    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: Any, actor: Any, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: Any, actor: Actor, reason: Any
 ) -> Proposal:
     """Serving an earlier version again is a proposal (source `rollback`)
     that another reviewer approves; approving it creates a new version with
@@ -333,9 +334,9 @@ def authors_of(proposal: Proposal) -> set[int]:
     return authors
 
 
-def check_decider(*, proposal: Proposal, reviewer: Any, action: str) -> None:
+def check_decider(*, proposal: Proposal, reviewer: Actor, action: str) -> None:
     require_reviewer(user=reviewer, workspace=proposal.agent.workspace_id, action=action)
-    if getattr(reviewer, "pk", None) in authors_of(proposal):
+    if staff_id(reviewer) in authors_of(proposal):
         raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else has to decide it "
                               "(four-eyes rule).")
 
@@ -381,7 +382,7 @@ def _check_batchable(proposal: Proposal, batch: str | None) -> None:
         )
 
 
-def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reason_code: Any = "",
+def approve_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any = "", reason_code: Any = "",
                      batch: str | None = None, acknowledge_personal_data: bool = False) -> Proposal:
     """Apply a pending proposal as a new version, in one transaction, only if
     the file is still at the proposal's base version; otherwise mark it stale
@@ -418,7 +419,7 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reas
     raise stale
 
 
-def _high_risk_rule(*, proposal: Proposal, reviewer: Any) -> str:
+def _high_risk_rule(*, proposal: Proposal, reviewer: Actor) -> str:
     """The workspace's rule for this proposal, after checking the reviewer
     may act under it: "" (any reviewer approves), or "first" when this
     approval is the first of two."""
@@ -436,14 +437,14 @@ def _high_risk_rule(*, proposal: Proposal, reviewer: Any) -> str:
     if rule == HighRiskApproval.TWO_APPROVALS:
         if proposal.first_approved_by_id is None:
             return "first"
-        if proposal.first_approved_by_id == getattr(reviewer, "pk", None):
+        if proposal.first_approved_by_id == staff_id(reviewer):
             raise errors.FourEyes(
                 "You gave this high-risk proposal its first approval; a second, different reviewer serves it."
             )
     return ""
 
 
-def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_code: str = "",
+def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason_code: str = "",
                     batch: str | None = None, acknowledge: bool = False) -> errors.StaleProposal | None:
     agent = proposal.agent
     file = lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
@@ -470,7 +471,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
     batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
                                      **({"personal_data_acknowledged": acknowledged} if acknowledged else {})}
     if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
-        proposal.first_approved_by = reviewer
+        proposal.first_approved_by = user_or_none(reviewer)
         proposal.first_approved_by_username = _username(reviewer)
         proposal.first_approved_at = timezone.now()
         proposal.save(update_fields=["first_approved_by", "first_approved_by_username", "first_approved_at"])
@@ -512,7 +513,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
         proposal=proposal,
     )
     proposal.status = ProposalStatus.APPROVED
-    proposal.decided_by = reviewer
+    proposal.decided_by = user_or_none(reviewer)
     proposal.decided_by_username = _username(reviewer)
     proposal.decided_at = timezone.now()
     proposal.decision_comment = comment
@@ -543,7 +544,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
     return None
 
 
-def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any, reason_code: Any = "",
+def reject_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any, reason_code: Any = "",
                     batch: str | None = None) -> Proposal:
     """Nothing served changes. A rejection says why: a comment, a reason
     code, or both."""
@@ -558,7 +559,7 @@ def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any, reason_cod
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
         _check_batchable(proposal, batch)
         proposal.status = ProposalStatus.REJECTED
-        proposal.decided_by = reviewer
+        proposal.decided_by = user_or_none(reviewer)
         proposal.decided_by_username = _username(reviewer)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
@@ -637,7 +638,7 @@ def _bulk_ids(ids: Any) -> list[int]:
     return cleaned
 
 
-def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Any, comment: Any = "") -> BulkResult:
+def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Actor, comment: Any = "") -> BulkResult:
     """Approve or reject up to BULK_MAX proposals with one reason code. Each
     goes through approve_proposal / reject_proposal, so every rule of the
     single decision holds per item (own, stale, conflicted, role, high
@@ -696,7 +697,7 @@ def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Any, comment:
 # --- claims ---------------------------------------------------------------------------------
 
 
-def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
+def claim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     """Say "I am reviewing this". Advisory: others see the claim and are
     warned, but may still decide the proposal (a lock would leave it stuck
     when the claimer is away). A claim is not taken over silently: the
@@ -706,10 +707,10 @@ def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
         require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="claim proposals")
         if not proposal.is_open:
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to claim.")
-        if getattr(actor, "pk", None) in authors_of(proposal):
+        if staff_id(actor) in authors_of(proposal):
             raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else reviews it "
                                   "(four-eyes rule); it cannot be yours to claim.")
-        if proposal.claimed_by_id == getattr(actor, "pk", None):
+        if proposal.claimed_by_id == staff_id(actor):
             return proposal
         if proposal.claimed_by_id is not None:
             raise errors.Claimed(
@@ -717,7 +718,7 @@ def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
                 "release it first.",
                 claimed_by=proposal.claimer_name,
             )
-        proposal.claimed_by = actor
+        proposal.claimed_by = user_or_none(actor)
         proposal.claimed_by_username = _username(actor)
         proposal.claimed_at = timezone.now()
         proposal.save(update_fields=["claimed_by", "claimed_by_username", "claimed_at"])
@@ -726,7 +727,7 @@ def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
     return proposal
 
 
-def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
+def unclaim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     """Release a claim: the claimer's own, or anyone's for an admin."""
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
@@ -736,7 +737,7 @@ def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
         if proposal.claimed_by_id is None:
             raise errors.Invalid("This proposal is not claimed.")
         holder = proposal.claimer_name
-        if proposal.claimed_by_id != getattr(actor, "pk", None) and role not in (*ADMIN_ROLES, "system"):
+        if proposal.claimed_by_id != staff_id(actor) and role not in (*ADMIN_ROLES, "system"):
             raise errors.PermissionDenied(f"This proposal is claimed by someone else: only {holder} or an admin "
                                           "releases the claim.")
         proposal.claimed_by = None
@@ -749,19 +750,19 @@ def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
     return proposal
 
 
-def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Proposal:
+def withdraw_proposal(*, proposal_id: Any, actor: Actor, comment: Any = "") -> Proposal:
     """The author takes back their own open proposal (what they see instead
     of Approve/Reject). Nothing served changes."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
         require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="withdraw proposals")
-        if proposal.author_user_id is None or proposal.author_user_id != getattr(actor, "pk", None):
+        if proposal.author_user_id is None or proposal.author_user_id != staff_id(actor):
             raise errors.PermissionDenied("Only the person who made a proposal can withdraw it; reject it instead.")
         if not proposal.is_open:
             raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to withdraw.")
         proposal.status = ProposalStatus.WITHDRAWN
-        proposal.decided_by = actor
+        proposal.decided_by = user_or_none(actor)
         proposal.decided_by_username = _username(actor)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
@@ -778,7 +779,7 @@ def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Pro
     return proposal
 
 
-def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: Any = "") -> Proposal:
+def revise_proposal(*, proposal_id: Any, reviewer: Actor, content: Any, comment: Any = "") -> Proposal:
     """A reviewer's edit of a pending proposal, as a new pending proposal
     that someone who wrote neither version approves."""
     content = validate_content(content)
@@ -824,7 +825,7 @@ def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: A
     return revision
 
 
-def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
+def rebase_proposal(*, proposal_id: Any, reviewer: Actor) -> Proposal:
     """Recompute a stale proposal against the current version (three-way
     merge) as a new pending proposal; the stale one becomes superseded.
     Conflicting lines are left as conflict blocks that block approval."""
@@ -871,7 +872,7 @@ def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
     return rebased
 
 
-def _supersede(*, original: Proposal, by: Proposal, reviewer: Any, action: str, summary: str,
+def _supersede(*, original: Proposal, by: Proposal, reviewer: Actor, action: str, summary: str,
                details: dict[str, Any] | None = None) -> None:
     original.status = ProposalStatus.SUPERSEDED
     original.superseded_by = by
