@@ -63,7 +63,7 @@ def staff_user(actor: Actor | None) -> User | None:
     """The signed-in staff member acting, or None (SYSTEM, an agent, anonymous)."""
     if actor is None or is_system(actor) or is_agent(actor) or not actor.is_authenticated:
         return None
-    return actor  # type: ignore[return-value]  # authenticated, so not AnonymousUser
+    return actor
 
 
 def active_staff_user(actor: Actor | None) -> User | None:

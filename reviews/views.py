@@ -35,7 +35,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
-from memoryhub import errors, risk, selectors, services, tokens
+from memoryhub import errors, policy, risk, selectors, services, tokens
 from memoryhub.actors import Actor
 from memoryhub.models import (
     Change,
@@ -342,8 +342,7 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
     current_version = file.version if file else 0
     counter = tokens.counter_for(agent.token_encoding)
     can_review = _can_review(request, agent.workspace_id)
-    authors = services.authors_of(proposal)
-    is_author = request.user.pk in authors
+    is_author = request.user.pk in policy.authors_of(proposal)
     has_conflicts = diffs.has_conflict_markers(proposal.proposed_content)
     behind = proposal.is_open and current_version != proposal.base_version
     current = proposal.status == ProposalStatus.PENDING and not behind
@@ -370,9 +369,11 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
                                    now=timezone.now()) if proposal.is_open else "",
         "sla_hours": workspace.sla_hours,
         "claimed_by_other": proposal.claimed_by_id is not None and proposal.claimed_by_id != request.user.pk,
-        "can_claim": can_review and not is_author and proposal.is_open and proposal.claimed_by_id is None,
-        "can_unclaim": proposal.is_open and proposal.claimed_by_id is not None and (
-            proposal.claimed_by_id == request.user.pk or services.is_admin(request.user, agent.workspace_id)),
+        # Every control below is shown exactly when memoryhub.policy, the
+        # rule the service raises, says yes.
+        "can_claim": proposal.claimed_by_id is None
+        and policy.claim_proposal(actor=request.user, proposal=proposal) is None,
+        "can_unclaim": policy.unclaim_proposal(actor=request.user, proposal=proposal) is None,
         "first_approved_by_me": proposal.first_approved_by_id is not None
         and proposal.first_approved_by_id == request.user.pk,
         "agent": agent,
@@ -382,10 +383,10 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "is_author": is_author,
         # Four-eyes, made visible: nobody who wrote a revision sees Approve or
         # Reject; the proposal's own author may take it back instead.
-        "can_approve": can_review and not is_author and current and not has_conflicts
-        and proposal.first_approved_by_id != request.user.pk,
-        "can_reject": can_review and not is_author and proposal.is_open,
-        "can_withdraw": can_review and proposal.author_user_id == request.user.pk and proposal.is_open,
+        "can_approve": policy.approve_proposal(actor=request.user, proposal=proposal,
+                                               current_version=current_version) is None,
+        "can_reject": policy.reject_proposal(actor=request.user, proposal=proposal) is None,
+        "can_withdraw": policy.withdraw_proposal(actor=request.user, proposal=proposal) is None,
         "can_edit": can_review and current,
         "can_rebase": can_review and behind and proposal.source != Source.ROLLBACK,
         "has_conflicts": has_conflicts,
@@ -699,13 +700,11 @@ def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> l
     rows = []
     for change in changes:
         pending = change.is_pending
-        mine = change.requested_by_id is not None and change.requested_by_id == request.user.pk
-        role = roles.get(change.workspace_id)
         rows.append(ChangeRow(
             change=change,
             lines=_payload_lines(change),
-            can_decide=services.may_decide(change=change, role=role, user=request.user),
-            can_withdraw=pending and mine,
+            can_decide=policy.approve_change(actor=request.user, change=change, known=roles) is None,
+            can_withdraw=policy.withdraw_change(actor=request.user, change=change) is None,
             file_url=_file_url("file-history", change.agent.slug, change.file_kind, change.user_ref)
             if change.agent and change.file_kind else "",
             would_erase=services.count_lines(services.pending_counts(change)) if pending else [],

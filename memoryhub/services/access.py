@@ -1,12 +1,13 @@
-"""Who may do what, and scoped lookups.
+"""Role checks for the services, and scoped lookups.
 
 Every service operation names its acting principal (a
-`memoryhub.actors.Actor`) and checks it here: a staff user's role in the
-object's workspace, an agent for its own data, or SYSTEM for the operator
-at the shell (management commands) and Celery tasks. Objects a staff user touches are fetched through the scoped helpers
-below, so a query that forgets the workspace cannot be written by accident;
-another workspace's object is a 404, not a 403 (its existence is not
-disclosed).
+`memoryhub.actors.Actor`) and checks it: a staff user's role in the
+object's workspace (the rule is `memoryhub.policy.role`; `require_role`
+raises its answer), an agent for its own data, or SYSTEM for the operator
+at the shell (management commands) and Celery tasks. Objects a staff user
+touches are fetched through the scoped helpers below, so a query that
+forgets the workspace cannot be written by accident; another workspace's
+object is a 404, not a 403 (its existence is not disclosed).
 """
 
 from __future__ import annotations
@@ -16,16 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
-from memoryhub import errors
-from memoryhub.actors import Actor, active_staff_user, is_system, staff_id, staff_user
-from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Role, Workspace
+from memoryhub import errors, policy
+from memoryhub.actors import Actor, active_staff_user, staff_user
+from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Workspace
+from memoryhub.policy import ADMIN_ROLES, READ_ROLES, REVIEW_ROLES, refuse, role_in
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-REVIEW_ROLES = frozenset({Role.REVIEWER, Role.ADMIN})
-ADMIN_ROLES = frozenset({Role.ADMIN})
-READ_ROLES = frozenset({Role.REVIEWER, Role.ADMIN, Role.AUDITOR})
 
 
 def user_or_none(actor: Actor | None) -> User | None:
@@ -33,35 +31,17 @@ def user_or_none(actor: Actor | None) -> User | None:
     return staff_user(actor)
 
 
-def role_in(*, user: Actor | None, workspace: Workspace | int) -> str | None:
-    member = active_staff_user(user)
-    if member is None:
-        return None
-    workspace_id = workspace if isinstance(workspace, int) else workspace.pk
-    return Membership.objects.filter(user=member, workspace_id=workspace_id).values_list("role", flat=True).first()
+def require_role(*, user: Actor | None, workspace: Workspace | int, roles: Iterable[str], action: str) -> None:
+    """Refuse unless the user holds one of `roles` there (policy.role; SYSTEM does)."""
+    refuse(policy.role(actor=user, workspace=workspace, roles=roles, action=action))
 
 
-def require_role(*, user: Actor | None, workspace: Workspace | int, roles: Iterable[str], action: str) -> str:
-    """The user's role if it is one of `roles`; SYSTEM passes as "system"."""
-    if is_system(user):
-        return "system"
-    role = role_in(user=user, workspace=workspace)
-    if role is None or role not in roles:
-        raise errors.PermissionDenied(f"Your role in this workspace does not allow you to {action}.")
-    return role
+def require_reviewer(*, user: Actor | None, workspace: Workspace | int, action: str) -> None:
+    require_role(user=user, workspace=workspace, roles=REVIEW_ROLES, action=action)
 
 
-def require_reviewer(*, user: Actor | None, workspace: Workspace | int, action: str) -> str:
-    return require_role(user=user, workspace=workspace, roles=REVIEW_ROLES, action=action)
-
-
-def require_admin(*, user: Actor | None, workspace: Workspace | int, action: str) -> str:
-    return require_role(user=user, workspace=workspace, roles=ADMIN_ROLES, action=action)
-
-
-def require_four_eyes(*, decider: Actor | None, requester_id: int | None, what: str) -> None:
-    if requester_id is not None and staff_id(decider) == requester_id:
-        raise errors.FourEyes(f"You made this {what}, so someone else has to decide it (four-eyes rule).")
+def require_admin(*, user: Actor | None, workspace: Workspace | int, action: str) -> None:
+    require_role(user=user, workspace=workspace, roles=ADMIN_ROLES, action=action)
 
 
 def workspace_ids_for(user: Actor | None, roles: Iterable[str] = READ_ROLES) -> list[int]:

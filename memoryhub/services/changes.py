@@ -14,14 +14,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors
-from memoryhub.actors import Actor, staff_id, username_of
+from memoryhub import errors, policy
+from memoryhub.actors import Actor, username_of
 from memoryhub.models import Agent, Change, ChangeKind, ChangeQuerySet, ChangeStatus, Workspace
+from memoryhub.policy import refuse
 from memoryhub.services.access import (
-    ADMIN_ROLES,
     REVIEW_ROLES,
     _int_id,
-    require_four_eyes,
     require_role,
     user_or_none,
     workspace_ids_for,
@@ -32,23 +31,6 @@ from memoryhub.services.memory import lock_file, release_file
 
 REASON_MAX = 1000
 COMMENT_MAX = 2000
-# Who may decide each kind. A release puts reviewed content back: any
-# reviewer may decide it; policy and erasure are admin decisions.
-DECIDERS = {
-    ChangeKind.AGENT_SETTINGS: ADMIN_ROLES,
-    ChangeKind.WORKSPACE_SETTINGS: ADMIN_ROLES,
-    ChangeKind.RELEASE: REVIEW_ROLES,
-    ChangeKind.ERASURE: ADMIN_ROLES,
-}
-
-
-def may_decide(*, change: Change, role: str | None, user: Actor | None) -> bool:
-    """Whether a user with `role` in the change's workspace may approve or
-    reject it: the right role, and not the requester (four-eyes)."""
-    mine = change.requested_by_id is not None and change.requested_by_id == staff_id(user)
-    return change.is_pending and not mine and role in DECIDERS[ChangeKind(change.kind)]
-
-
 class StaleChange(errors.DomainError):
     code = "stale_change"
     status = 409
@@ -156,11 +138,7 @@ def approve_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         change = _lock(change_id)
-        require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
-                     action=f"approve {change.get_kind_display().lower()} changes")
-        require_four_eyes(decider=actor, requester_id=change.requested_by_id, what="change")
-        if not change.is_pending:
-            raise errors.NotPending(f"This change is already {change.status}; there is nothing to approve.")
+        refuse(policy.approve_change(actor=actor, change=change))
         if change.kind == ChangeKind.ERASURE:
             from memoryhub.services.erasure import scrubbed
 
@@ -252,12 +230,7 @@ def reject_change(*, change_id: Any, actor: Actor, comment: Any) -> Change:
                             max_length=COMMENT_MAX, required=True)
     with transaction.atomic():
         change = _lock(change_id)
-        require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
-                     action=f"reject {change.get_kind_display().lower()} changes")
-        if change.requested_by_id is not None and change.requested_by_id == staff_id(actor):
-            raise errors.FourEyes("You requested this change; withdraw it instead of rejecting it.")
-        if not change.is_pending:
-            raise errors.NotPending(f"This change is already {change.status}; there is nothing to reject.")
+        refuse(policy.reject_change(actor=actor, change=change))
         _decide(change, status=ChangeStatus.REJECTED, actor=actor, comment=comment)
         record_event(
             action="change.reject", workspace=change.workspace, agent=change.agent, actor_user=actor,
@@ -271,10 +244,7 @@ def withdraw_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Chang
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         change = _lock(change_id)
-        if change.requested_by_id is None or change.requested_by_id != staff_id(actor):
-            raise errors.PermissionDenied("Only the person who requested a change can withdraw it.")
-        if not change.is_pending:
-            raise errors.NotPending(f"This change is already {change.status}; there is nothing to withdraw.")
+        refuse(policy.withdraw_change(actor=actor, change=change))
         _decide(change, status=ChangeStatus.WITHDRAWN, actor=actor, comment=comment)
         record_event(
             action="change.withdraw", workspace=change.workspace, agent=change.agent, actor_user=actor,

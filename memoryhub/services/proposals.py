@@ -17,8 +17,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors, merge, risk, scanner
-from memoryhub.actors import Actor, staff_id
+from memoryhub import errors, merge, policy, risk, scanner
+from memoryhub.actors import Actor, is_system
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -30,15 +30,13 @@ from memoryhub.models import (
     Source,
     Workspace,
 )
+from memoryhub.policy import refuse
 from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
 from memoryhub.services.access import (
-    ADMIN_ROLES,
     REVIEW_ROLES,
-    is_system,
     require_admin,
     require_reviewer,
     require_role,
-    role_in,
     user_or_none,
     visible_proposals,
 )
@@ -58,9 +56,6 @@ REASON_MAX = 1000
 # A batch is read as a list before it is sent: beyond this nobody has.
 BULK_MAX = 50
 BULK_ACTIONS = ("approve", "reject")
-# A revision chain longer than this is a bug, not a review.
-_MAX_REVISIONS = 100
-
 
 def create_proposal(
     *,
@@ -320,33 +315,11 @@ def _lock_file_then_proposal(proposal_id: Any) -> Proposal:
     return _lock_proposal(proposal_id)
 
 
-def authors_of(proposal: Proposal) -> set[int]:
-    """Every staff user who wrote a revision of this proposal (an edit's
-    author and the author of what it edits): none of them may approve it."""
-    authors: set[int] = set()
-    current: Proposal | None = proposal
-    for _ in range(_MAX_REVISIONS):
-        if current is None:
-            break
-        if current.author_user_id is not None:
-            authors.add(current.author_user_id)
-        current = current.revises if current.revises_id else None
-    return authors
-
-
 def check_decider(*, proposal: Proposal, reviewer: Actor, action: str) -> None:
-    require_reviewer(user=reviewer, workspace=proposal.agent.workspace_id, action=action)
-    if staff_id(reviewer) in authors_of(proposal):
-        raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else has to decide it "
-                              "(four-eyes rule).")
+    refuse(policy.decide_proposal(actor=reviewer, proposal=proposal, action=action))
 
 
-def stale_error(*, current_version: int) -> errors.StaleProposal:
-    return errors.StaleProposal(
-        "The file changed after this proposal was made, so approving it would overwrite that change. "
-        "Rebase the proposal onto the current version or reject it.",
-        current_version=current_version,
-    )
+stale_error = policy.stale_proposal
 
 
 def current_version_of(proposal: Proposal) -> int:
@@ -401,13 +374,8 @@ def approve_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any = "", re
         code = clean_reason_code(workspace=proposal.agent.workspace, code=reason_code)
         if proposal.status == ProposalStatus.STALE:
             stale = stale_error(current_version=current_version_of(proposal))
-        elif not proposal.is_pending:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to approve.")
-        elif merge.has_conflict_markers(proposal.proposed_content):
-            raise errors.Conflict(
-                "This proposal still contains merge-conflict blocks. Edit it to resolve them before it can be "
-                "approved; conflict markers must never reach an agent."
-            )
+        elif refusal := policy.approvable(proposal=proposal):
+            raise refusal
         else:
             _check_batchable(proposal, batch)
             applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment, reason_code=code,
@@ -423,24 +391,12 @@ def _high_risk_rule(*, proposal: Proposal, reviewer: Actor) -> str:
     """The workspace's rule for this proposal, after checking the reviewer
     may act under it: "" (any reviewer approves), or "first" when this
     approval is the first of two."""
+    refuse(policy.high_risk_approval(actor=reviewer, proposal=proposal))
     if proposal.risk_level != RiskLevel.HIGH or is_system(reviewer):
         return ""
-    rule = proposal.agent.workspace.high_risk_approval
-    tags = ", ".join(risk.TAG_LABELS.get(t, t) for t in proposal.risk_tags if t in risk.HIGH)
-    if rule == HighRiskApproval.ADMIN:
-        if role_in(user=reviewer, workspace=proposal.agent.workspace_id) not in ADMIN_ROLES:
-            raise errors.HighRisk(
-                f"This proposal is high risk ({tags}); in workspace {proposal.agent.workspace.slug} only an admin "
-                "approves it."
-            )
-        return ""
-    if rule == HighRiskApproval.TWO_APPROVALS:
-        if proposal.first_approved_by_id is None:
-            return "first"
-        if proposal.first_approved_by_id == staff_id(reviewer):
-            raise errors.FourEyes(
-                "You gave this high-risk proposal its first approval; a second, different reviewer serves it."
-            )
+    if (proposal.agent.workspace.high_risk_approval == HighRiskApproval.TWO_APPROVALS
+            and proposal.first_approved_by_id is None):
+        return "first"
     return ""
 
 
@@ -555,8 +511,7 @@ def reject_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any, reason_c
         proposal = _lock_proposal(proposal_id)
         check_decider(proposal=proposal, reviewer=reviewer, action="reject proposals")
         code = clean_reason_code(workspace=proposal.agent.workspace, code=reason_code)
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
+        refuse(policy.rejectable(proposal=proposal))
         _check_batchable(proposal, batch)
         proposal.status = ProposalStatus.REJECTED
         proposal.decided_by = user_or_none(reviewer)
@@ -704,20 +659,9 @@ def claim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     claimer or an admin releases it first."""
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
-        require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="claim proposals")
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to claim.")
-        if staff_id(actor) in authors_of(proposal):
-            raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else reviews it "
-                                  "(four-eyes rule); it cannot be yours to claim.")
-        if proposal.claimed_by_id == staff_id(actor):
-            return proposal
+        refuse(policy.claim_proposal(actor=actor, proposal=proposal))
         if proposal.claimed_by_id is not None:
-            raise errors.Claimed(
-                f"This proposal is claimed already: {proposal.claimer_name} holds the claim; they or an admin "
-                "release it first.",
-                claimed_by=proposal.claimer_name,
-            )
+            return proposal  # the actor's own claim already
         proposal.claimed_by = user_or_none(actor)
         proposal.claimed_by_username = _username(actor)
         proposal.claimed_at = timezone.now()
@@ -731,15 +675,8 @@ def unclaim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     """Release a claim: the claimer's own, or anyone's for an admin."""
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
-        role = require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="release claims")
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is no claim to release.")
-        if proposal.claimed_by_id is None:
-            raise errors.Invalid("This proposal is not claimed.")
+        refuse(policy.unclaim_proposal(actor=actor, proposal=proposal))
         holder = proposal.claimer_name
-        if proposal.claimed_by_id != staff_id(actor) and role not in (*ADMIN_ROLES, "system"):
-            raise errors.PermissionDenied(f"This proposal is claimed by someone else: only {holder} or an admin "
-                                          "releases the claim.")
         proposal.claimed_by = None
         proposal.claimed_by_username = ""
         proposal.claimed_at = None
@@ -756,11 +693,7 @@ def withdraw_proposal(*, proposal_id: Any, actor: Actor, comment: Any = "") -> P
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
-        require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="withdraw proposals")
-        if proposal.author_user_id is None or proposal.author_user_id != staff_id(actor):
-            raise errors.PermissionDenied("Only the person who made a proposal can withdraw it; reject it instead.")
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to withdraw.")
+        refuse(policy.withdraw_proposal(actor=actor, proposal=proposal))
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = user_or_none(actor)
         proposal.decided_by_username = _username(actor)
