@@ -20,12 +20,10 @@ from django.utils import timezone
 from memoryhub import errors
 from memoryhub.actors import Actor
 from memoryhub.models import Agent, MemoryFile, Proposal, ProposalStatus, Source, WritePolicy, limit_kind_of, scope_of
+from memoryhub.services._write import screen
 from memoryhub.services.access import require_reviewer, user_or_none
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
-    check_limit,
-    check_pii,
-    check_safe,
     validate_content,
     validate_target,
     validate_text,
@@ -290,9 +288,8 @@ def _edit_locked(
         content = build(file)
         if content is None:
             content = old
-        warning = check_limit(agent=agent, kind=kind, content=content)
-        check_safe(content)
-        pii = check_pii(agent=agent, content=content)
+        screened = screen(agent=agent, kind=kind, content=content)
+        warning, pii = screened.warning, screened.pii
         if old == content:
             # A write that changes nothing would still cost a history row or
             # a reviewer's time on an empty diff.
@@ -312,17 +309,14 @@ def _edit_locked(
                                    proposal=same, duplicate=True)
             proposal = create_proposal(
                 agent=agent,
-                kind=kind,
                 user_ref=user_ref,
-                content=content,
+                screened=screened,
                 base_content=old,
                 base_version=current,
                 source=Source.AGENT,
                 reason=reason,
                 rationale=[{"kind": "edit", "summary": f"Agent {did}", "reason": reason, "evidence": []}],
                 author_agent=agent,
-                scanned=True,
-                pii=pii,
             )
             return WriteResult(applied=False, version=current, chars=len(content), warning=warning, proposal=proposal)
         file = apply_version(

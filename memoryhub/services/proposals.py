@@ -32,6 +32,7 @@ from memoryhub.models import (
 )
 from memoryhub.policy import refuse
 from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
+from memoryhub.services._write import Screened, screen
 from memoryhub.services.access import (
     REVIEW_ROLES,
     require_admin,
@@ -42,9 +43,6 @@ from memoryhub.services.access import (
 )
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
-    check_limit,
-    check_pii,
-    check_safe,
     validate_content,
     validate_target,
     validate_text,
@@ -60,9 +58,8 @@ BULK_ACTIONS = ("approve", "reject")
 def create_proposal(
     *,
     agent: Agent,
-    kind: str,
     user_ref: str,
-    content: str,
+    screened: Screened,
     base_content: str,
     base_version: int,
     source: str,
@@ -72,17 +69,11 @@ def create_proposal(
     author_agent: Agent | None = None,
     revises: Proposal | None = None,
     rollback_to: int | None = None,
-    scanned: bool = False,
-    pii: list[dict[str, str]] | None = None,
 ) -> Proposal:
-    """Insert a pending proposal (the caller validated it and holds the file
-    lock). `scanned` says the caller already ran the scanner on `content`,
-    `pii` what the workspace's personal-data policy found in it."""
-    if not scanned:
-        check_safe(content)
-    if pii is None:
-        pii = check_pii(agent=agent, content=content)
-    pii = with_special_categories(pii, content)
+    """Insert a pending proposal of content that passed the write checks
+    (services._write.screen), under the file lock the caller holds."""
+    kind, content = screened.kind, screened.content
+    pii = with_special_categories(screened.pii, content)
     tags = risk.tags_for(kind=kind, old=base_content, new=content, pii=pii)
     proposal = Proposal.objects.create(
         agent=agent,
@@ -190,8 +181,8 @@ def propose_change(
     if author_user is not None:
         require_role(user=author_user, workspace=agent.workspace_id, roles=REVIEW_ROLES,
                      action="propose memory changes")
-    check_limit(agent=agent, kind=kind, content=content)
-    check_safe(content)
+    # Before the lock: the proposed content does not depend on the file.
+    screened = screen(agent=agent, kind=kind, content=content)
     with transaction.atomic():
         file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
         current = file.version if file else 0
@@ -204,9 +195,8 @@ def propose_change(
             raise errors.Invalid(f"The proposed content is identical to the current {kind}; nothing to review.")
         return create_proposal(
             agent=agent,
-            kind=kind,
             user_ref=user_ref,
-            content=content,
+            screened=screened,
             base_content=file.content if file else "",
             base_version=current,
             source=source,
@@ -215,7 +205,6 @@ def propose_change(
             author_user=author_user,
             author_agent=author_agent,
             revises=revises,
-            scanned=True,
         )
 
 
@@ -264,13 +253,11 @@ def propose_rollback(
                 "withhold the file instead if it must not be served.", field="version"
             )
         # The old content meets today's limits and today's scanner, or it stays history.
-        check_limit(agent=agent, kind=kind, content=old.content)
-        check_safe(old.content)
+        screened = screen(agent=agent, kind=kind, content=old.content)
         return create_proposal(
             agent=agent,
-            kind=kind,
             user_ref=user_ref,
-            content=old.content,
+            screened=screened,
             base_content=file.content,
             base_version=file.version,
             source=Source.ROLLBACK,
@@ -279,7 +266,6 @@ def propose_rollback(
                         "reason": reason, "evidence": []}],
             author_user=actor,
             rollback_to=to_version,
-            scanned=True,
         )
 
 
@@ -418,9 +404,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
         )
         return stale_error(current_version=current)
     # Rules may have tightened since the proposal was made.
-    check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
-    check_safe(proposal.proposed_content)
-    check_pii(agent=agent, content=proposal.proposed_content)
+    screen(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
     # After the policy: content the workspace refuses is refused, whatever
     # the reviewer acknowledges.
     acknowledged = _check_personal_data(proposal, acknowledge)
