@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum, When
-from django.db.models.functions import Length
+from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
 from consolidation import pipeline
@@ -759,3 +759,18 @@ def run_gate(*, now: datetime | None = None) -> list[ConsolidationRun]:
             logger.info("gate queued run %s for %s/%s: %s", run.pk, agents[pair.agent_id].slug, pair.user_ref,
                         "; ".join(pair.reasons))
     return runs
+
+
+def run_figures(workspace_ids: list[int], *, since: datetime) -> tuple[dict[str, int], dict[Any, dict[str, Any]]]:
+    """For the dashboard: runs by status, and tokens and cost per day since
+    `since` (two aggregate queries; one when there are no runs)."""
+    runs = ConsolidationRun.objects.filter(agent__workspace_id__in=workspace_ids)
+    by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
+    if not by_status:
+        return by_status, {}
+    spend = {
+        row["day"]: row
+        for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
+        .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
+    }
+    return by_status, spend

@@ -422,26 +422,17 @@ class Dashboard:
         return sum((self.runs_by_status or {}).values())
 
 
-def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
-    """The queue, decisions per day and consolidation runs since `since`."""
+def dashboard(workspace_ids: list[int], *, since: datetime, runs_by_status: dict[str, int],
+              spend: dict[date, dict[str, Any]]) -> Dashboard:
+    """The queue and decisions per day since `since`, with the consolidation
+    figures the caller read (consolidation.services.run_figures: memoryhub
+    imports no other app)."""
     proposals = Proposal.objects.in_workspaces(workspace_ids)
     queue = proposals.pending().aggregate(size=Count("id"), oldest=Min("created_at"))
     decided = (
         proposals.filter(decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED])
         .annotate(day=TruncDate("decided_at")).values("day", "status").annotate(n=Count("id")).order_by()
     )
-    # Imported here: consolidation's models import memoryhub's.
-    from consolidation.models import ConsolidationRun
-
-    spend: dict[date, dict[str, Any]] = {}
-    runs = ConsolidationRun.objects.filter(agent__workspace_id__in=workspace_ids)
-    by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
-    if by_status:
-        spend = {
-            row["day"]: row
-            for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
-            .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
-        }
     sla = sla_counts(workspace_ids, now=timezone.now())
     waits = [decided_at - created_at for created_at, decided_at in proposals.filter(  # type: ignore[operator]
         decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED]
@@ -455,7 +446,7 @@ def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
         oldest=queue["oldest"],
         stale_count=proposals.filter(status=ProposalStatus.STALE).count(),
         decided={(row["day"], row["status"]): row["n"] for row in decided},
-        runs_by_status=by_status,
+        runs_by_status=runs_by_status,
         spend=spend,
     )
 

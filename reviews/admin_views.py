@@ -547,7 +547,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     today = timezone.localdate()
     days = [today - timedelta(days=DASHBOARD_DAYS - 1 - i) for i in range(DASHBOARD_DAYS)]
-    figures = selectors.dashboard(workspace_ids, since=now - timedelta(days=DASHBOARD_DAYS))
+    since = now - timedelta(days=DASHBOARD_DAYS)
+    runs_by_status, spend = consolidation.run_figures(workspace_ids, since=since)
+    figures = selectors.dashboard(workspace_ids, since=since, runs_by_status=runs_by_status, spend=spend)
     per_day = figures.decided
     decisions_chart = charts.bar_chart(
         title=f"Decisions per day, last {DASHBOARD_DAYS} days",
