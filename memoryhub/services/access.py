@@ -20,7 +20,13 @@ from django.db.models import QuerySet
 from memoryhub import errors, policy
 from memoryhub.actors import Actor, active_staff_user, staff_user
 from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Workspace
-from memoryhub.policy import ADMIN_ROLES, READ_ROLES, REVIEW_ROLES, refuse, role_in
+
+# Re-exported: the services and other apps read the role sets from here.
+from memoryhub.policy import ADMIN_ROLES as ADMIN_ROLES
+from memoryhub.policy import READ_ROLES as READ_ROLES
+from memoryhub.policy import REVIEW_ROLES as REVIEW_ROLES
+from memoryhub.policy import refuse
+from memoryhub.policy import role_in as role_in
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

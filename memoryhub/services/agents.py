@@ -61,16 +61,16 @@ DESCRIPTION_MAX = 2000
 def _check_slug(value: Any, *, what: str) -> str:
     if not isinstance(value, str):
         raise errors.Invalid(f"A {what} slug must be text.", field="slug")
-    value = value.strip()
+    slug: str = value.strip()
     try:
-        validate_slug(value)
+        validate_slug(slug)
     except ValidationError as exc:
         raise errors.Invalid(
-            f"{value!r} is not a valid {what} slug: use letters, numbers, hyphens and underscores.", field="slug"
+            f"{slug!r} is not a valid {what} slug: use letters, numbers, hyphens and underscores.", field="slug"
         ) from exc
-    if len(value) > 64:
-        raise errors.Invalid(f"A {what} slug has at most 64 characters; {value!r} has {len(value)}.", field="slug")
-    return value
+    if len(slug) > 64:
+        raise errors.Invalid(f"A {what} slug has at most 64 characters; {slug!r} has {len(slug)}.", field="slug")
+    return slug
 
 
 # --- setting specs ---------------------------------------------------------------------------
@@ -102,10 +102,10 @@ def _text(label: str, max_length: int, required: bool = False) -> Callable[[Any,
     def clean(value: Any, field: str) -> str:
         if not isinstance(value, str) or len(value) > max_length or "\x00" in value:
             raise errors.Invalid(f"{label} must be text of at most {max_length:,} characters.", field=field)
-        value = value.strip()
-        if required and not value:
+        text: str = value.strip()
+        if required and not text:
             raise errors.Invalid(f"{label} is required.", field=field)
-        return value
+        return text
     return clean
 
 

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="no-any-return"
+# (history managers and models looked up by label are untyped: their querysets are Any)
 """Data subjects: everything MemoryHub holds about one end user of a
 workspace, found in one place, and exported.
 
