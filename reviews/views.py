@@ -28,11 +28,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
 from memoryhub import errors, policy, risk, selectors, services, tokens
@@ -50,6 +48,7 @@ from memoryhub.models import (
 from memoryhub.scanning.pii import CATEGORY_LABELS
 from reviews import diffs, highlight
 from reviews.api import history_author
+from reviews.http import HtmxHttpRequest, page_or_fragment
 
 T = TypeVar("T")
 QUEUE_PAGE_SIZE = 25
@@ -60,35 +59,11 @@ DIRECT_WRITES_DAYS = 7
 DIRECT_NAMED = 5
 
 
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
 def _or_404(lookup: Callable[..., T], *args: Any) -> T:
     try:
         return lookup(*args)
     except errors.NotFound as exc:
         raise Http404(exc.detail) from exc
-
-
-def _wants_fragment(request: HtmxHttpRequest) -> bool:
-    """An htmx request wants a fragment, except when htmx restores history
-    (historyCacheSize is 0, so back/forward refetches the whole page)."""
-    return bool(request.htmx) and not request.htmx.history_restore_request
-
-
-def _fragment(request: HtmxHttpRequest, template_name: str, allowed: set[str], default: str) -> str:
-    """The page, or for htmx the partial named like the element it targets."""
-    if not _wants_fragment(request):
-        return template_name
-    target = request.htmx.target or ""
-    return f"{template_name}#{target if target in allowed else default}"
-
-
-def _vary(response: HttpResponse) -> HttpResponse:
-    # The same URL answers with a page or a fragment: caches must keep both apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
 
 
 def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
@@ -236,26 +211,22 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     _attach_findings(page.object_list)
     # The queue may promise review only for agents under `review`: name the others.
     direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
-    return _vary(TemplateResponse(
-        request,
-        _fragment(request, "reviews/queue.html", {"proposal-list"}, "proposal-list"),
-        {
-            "form": form,
-            "page": page,
-            "counts": selectors.queue_counts(request.user),
-            "changes_pending": selectors.pending_change_count(request.user),
-            "can_decide": bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES)),
-            "now": now,
-            "has_agents": bool(agents),
-            "reason_codes": selectors.reason_codes_for(request.user),
-            "bulk_max": services.BULK_MAX,
-            "direct_named": direct[:DIRECT_NAMED],
-            "direct_more": max(0, len(direct) - DIRECT_NAMED),
-            "queue_query": queue_filter_query(request),
-            # Shown on the collapsed filter box, so a filtered queue says so.
-            "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
-        },
-    ))
+    return page_or_fragment(request, "reviews/queue.html", fragments=("proposal-list",), context={
+        "form": form,
+        "page": page,
+        "counts": selectors.queue_counts(request.user),
+        "changes_pending": selectors.pending_change_count(request.user),
+        "can_decide": bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES)),
+        "now": now,
+        "has_agents": bool(agents),
+        "reason_codes": selectors.reason_codes_for(request.user),
+        "bulk_max": services.BULK_MAX,
+        "direct_named": direct[:DIRECT_NAMED],
+        "direct_more": max(0, len(direct) - DIRECT_NAMED),
+        "queue_query": queue_filter_query(request),
+        # Shown on the collapsed filter box, so a filtered queue says so.
+        "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
+    })
 
 
 # The tags that come with a finding a person reads in the queue row.
@@ -295,7 +266,7 @@ def queue_bulk(request: HtmxHttpRequest) -> HttpResponse:
             return TemplateResponse(request, template_name + "#bulk-results", context)
         return TemplateResponse(request, template_name, context, status=exc.status)
     context.update(result=result, pending_badge=selectors.pending_proposal_count(request.user))
-    return TemplateResponse(request, template_name + ("#bulk-results" if _wants_fragment(request) else ""), context)
+    return page_or_fragment(request, template_name, context, fragments=("bulk-results",))
 
 
 def _safe_query(query: str) -> str:
@@ -464,9 +435,7 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     proposal = _or_404(services.get_proposal_for_user, request.user, pk)
     template_name = "reviews/proposal.html"
     if request.method != "POST":
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"diff"}, "diff"), _proposal_context(request, proposal)
-        ))
+        return page_or_fragment(request, template_name, _proposal_context(request, proposal), fragments=("diff",))
     action = request.POST.get("action", "")
     try:
         done, target = _decide(request, proposal, action)
@@ -555,9 +524,7 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
     template_name = "reviews/file_history.html"
     if request.method != "POST":
         context = _history_context(request, agent, file, user_ref, rows, _int(request.GET.get("rollback")))
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"timeline", "version-diff"}, "timeline"), context
-        ))
+        return page_or_fragment(request, template_name, context, fragments=("timeline", "version-diff"))
     action = request.POST.get("action", "")
     try:
         done, made = _history_action(request, agent, file, user_ref)
@@ -743,10 +710,8 @@ def _change_action(request: HtmxHttpRequest, change: Change, action: str) -> str
 def changes(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "reviews/changes.html"
     if request.method != "POST":
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"pending-changes", "decided-changes"}, "pending-changes"),
-            _changes_context(request),
-        ))
+        return page_or_fragment(request, template_name, _changes_context(request),
+                                fragments=("pending-changes", "decided-changes"))
     change = _or_404(services.get_change_for_user, request.user, request.POST.get("change"))
     action = request.POST.get("action", "")
     try:
@@ -842,10 +807,7 @@ def _direct_write_action(request: HtmxHttpRequest) -> tuple[str, Proposal | None
 def direct_writes(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "reviews/direct_writes.html"
     if request.method != "POST":
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"direct-writes"}, "direct-writes"),
-            _direct_writes_context(request),
-        ))
+        return page_or_fragment(request, template_name, _direct_writes_context(request), fragments=("direct-writes",))
     try:
         done, rollback = _direct_write_action(request)
     except errors.DomainError as exc:
