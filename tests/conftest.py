@@ -68,6 +68,15 @@ def _forget_seed_window(conn: Any) -> None:
 
 
 @pytest.fixture
+def agent() -> Any:
+    """An agent in a workspace of its own (tests.factories.AgentFactory's
+    defaults). Modules that need another agent define their own."""
+    from tests.factories import AgentFactory
+
+    return AgentFactory()
+
+
+@pytest.fixture
 def fast_passwords(settings: Any) -> None:
     """MD5 for password hashing: modules that create many staff users (the
     parity worlds, the demo's users, dozens of sign-ins) would otherwise pay

@@ -15,11 +15,6 @@ from tests.factories import AgentFactory, WorkspaceFactory, staff
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 
 
-@pytest.fixture
-def agent():
-    return AgentFactory()
-
-
 def _client(user):
     client = Client()
     client.force_login(user)
