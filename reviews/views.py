@@ -308,59 +308,83 @@ def _diff_options(request: HtmxHttpRequest) -> dict[str, bool]:
 
 
 def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
-    agent = proposal.agent
-    file = services.get_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
+    """The proposal page: where it sits in the queue, its review state, the
+    controls this person may use, the diffs and the evidence."""
+    file = services.get_file(agent=proposal.agent, kind=proposal.kind, user_ref=proposal.user_ref)
     current_version = file.version if file else 0
-    counter = tokens.counter_for(agent.token_encoding)
-    can_review = _can_review(request, agent.workspace_id)
-    is_author = request.user.pk in policy.authors_of(proposal)
-    has_conflicts = diffs.has_conflict_markers(proposal.proposed_content)
-    behind = proposal.is_open and current_version != proposal.base_version
-    current = proposal.status == ProposalStatus.PENDING and not behind
-    options = _diff_options(request)
-    revises = proposal.revises if proposal.revises_id else None
-    query = queue_filter_query(request)
-    before, after = _neighbours(request, proposal)
-    workspace = agent.workspace
-    high_risk_rule = workspace.high_risk_approval if proposal.risk_level == RiskLevel.HIGH else ""
     return {
         "proposal": proposal,
+        "agent": proposal.agent,
+        "current_version": current_version,
+        "file_url": _file_url("file-history", proposal.agent.slug, proposal.kind, proposal.user_ref),
+        **_queue_navigation(request, proposal),
+        **_review_state(request, proposal),
+        **_controls(request, proposal, current_version),
+        **_diff_context(request, proposal),
+        **_evidence(proposal),
+        **_diff_links(request),
+    }
+
+
+def _queue_navigation(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+    query = queue_filter_query(request)
+    before, after = _neighbours(request, proposal)
+    return {
         "queue_query": query,
         "action_url": _proposal_url(proposal.pk, query),
         "queue_url": reverse("queue") + (f"?{query}" if query else ""),
         "previous_url": _proposal_url(before.pk, query) if before else "",
         "next_url": _proposal_url(after.pk, query) if after else "",
         "next_pk": after.pk if after else None,
+    }
+
+
+def _review_state(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+    """Timeline, risk, SLA and claim, as this person reads them."""
+    workspace = proposal.agent.workspace
+    return {
         "timeline": selectors.proposal_timeline(proposal),
         "reason_codes": workspace.reason_codes,
         "related": selectors.related_proposals(proposal),
         "risk_tags": [(tag, risk.TAG_LABELS.get(tag, tag)) for tag in proposal.risk_tags or []],
-        "high_risk_rule": high_risk_rule,
+        "high_risk_rule": workspace.high_risk_approval if proposal.risk_level == RiskLevel.HIGH else "",
         "sla": selectors.sla_state(created_at=proposal.created_at, sla_hours=workspace.sla_hours,
                                    now=timezone.now()) if proposal.is_open else "",
         "sla_hours": workspace.sla_hours,
         "claimed_by_other": proposal.claimed_by_id is not None and proposal.claimed_by_id != request.user.pk,
-        # Every control below is shown exactly when memoryhub.policy, the
-        # rule the service raises, says yes.
-        "can_claim": proposal.claimed_by_id is None
-        and policy.claim_proposal(actor=request.user, proposal=proposal) is None,
-        "can_unclaim": policy.unclaim_proposal(actor=request.user, proposal=proposal) is None,
         "first_approved_by_me": proposal.first_approved_by_id is not None
         and proposal.first_approved_by_id == request.user.pk,
-        "agent": agent,
-        "current_version": current_version,
+        "is_author": request.user.pk in policy.authors_of(proposal),
+    }
+
+
+def _controls(request: HtmxHttpRequest, proposal: Proposal, current_version: int) -> dict[str, Any]:
+    """Which controls to show. Each decision control is shown exactly when
+    memoryhub.policy, the rule the service raises, says yes: nobody who wrote
+    a revision sees Approve or Reject; the author may take it back instead."""
+    actor = request.user
+    can_review = _can_review(request, proposal.agent.workspace_id)
+    behind = proposal.is_open and current_version != proposal.base_version
+    return {
         "behind": behind,
         "can_decide": can_review,
-        "is_author": is_author,
-        # Four-eyes, made visible: nobody who wrote a revision sees Approve or
-        # Reject; the proposal's own author may take it back instead.
-        "can_approve": policy.approve_proposal(actor=request.user, proposal=proposal,
+        "has_conflicts": diffs.has_conflict_markers(proposal.proposed_content),
+        "can_claim": proposal.claimed_by_id is None and policy.claim_proposal(actor=actor, proposal=proposal) is None,
+        "can_unclaim": policy.unclaim_proposal(actor=actor, proposal=proposal) is None,
+        "can_approve": policy.approve_proposal(actor=actor, proposal=proposal,
                                                current_version=current_version) is None,
-        "can_reject": policy.reject_proposal(actor=request.user, proposal=proposal) is None,
-        "can_withdraw": policy.withdraw_proposal(actor=request.user, proposal=proposal) is None,
-        "can_edit": can_review and current,
+        "can_reject": policy.reject_proposal(actor=actor, proposal=proposal) is None,
+        "can_withdraw": policy.withdraw_proposal(actor=actor, proposal=proposal) is None,
+        "can_edit": can_review and proposal.status == ProposalStatus.PENDING and not behind,
         "can_rebase": can_review and behind and proposal.source != Source.ROLLBACK,
-        "has_conflicts": has_conflicts,
+    }
+
+
+def _diff_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+    """The diff against the base version, and against the revised proposal."""
+    options = _diff_options(request)
+    revises = proposal.revises if proposal.revises_id else None
+    return {
         "view": "unified" if options["unified_view"] else "split",
         "whole": options["whole"],
         "left_label": f"Version {proposal.base_version}" if proposal.base_version else "Empty (new file)",
@@ -370,6 +394,13 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "revision_diff": diffs.present(revises.proposed_content, proposal.proposed_content, **options)
         if revises else None,
         "stats": diffs.stats(proposal.base_content, proposal.proposed_content),
+    }
+
+
+def _evidence(proposal: Proposal) -> dict[str, Any]:
+    """Rationale, scanner and directive findings, personal data, size."""
+    counter = tokens.counter_for(proposal.agent.token_encoding)
+    return {
         "changes": _rationale(proposal),
         "findings": highlight.scanner_findings(proposal.proposed_content),
         "directive_findings": highlight.directive_findings(old=proposal.base_content, new=proposal.proposed_content)
@@ -380,13 +411,11 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
             "chars_after": len(proposal.proposed_content),
             "tokens_before": counter.count(proposal.base_content),
             "tokens_after": counter.count(proposal.proposed_content),
-            "limit": agent.limit_for(proposal.kind),
+            "limit": proposal.agent.limit_for(proposal.kind),
             "limit_kind": "soft" if proposal.kind == FileKind.MEMORY else "hard",
             "estimated": counter.estimated,
             "encoding": counter.describe()["encoding"],
         },
-        "file_url": _file_url("file-history", agent.slug, proposal.kind, proposal.user_ref),
-        **_diff_links(request),
     }
 
 
