@@ -326,7 +326,7 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
     }
 
 
-def _queue_navigation(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+def _queue_navigation(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
     query = queue_filter_query(request)
     before, after = _neighbours(request, proposal)
     return {
@@ -339,7 +339,7 @@ def _queue_navigation(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
     }
 
 
-def _review_state(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+def _review_state(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
     """Timeline, risk, SLA and claim, as this person reads them."""
     workspace = proposal.agent.workspace
     return {
@@ -358,7 +358,7 @@ def _review_state(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any
     }
 
 
-def _controls(request: HtmxHttpRequest, proposal: Proposal, current_version: int) -> dict[str, Any]:
+def _controls(request: HtmxHttpRequest, proposal: Proposal, current_version: int) -> dict[str, object]:
     """Which controls to show. Each decision control is shown exactly when
     memoryhub.policy, the rule the service raises, says yes: nobody who wrote
     a revision sees Approve or Reject; the author may take it back instead."""
@@ -380,7 +380,7 @@ def _controls(request: HtmxHttpRequest, proposal: Proposal, current_version: int
     }
 
 
-def _diff_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+def _diff_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
     """The diff against the base version, and against the revised proposal."""
     options = _diff_options(request)
     revises = proposal.revises if proposal.revises_id else None
@@ -397,7 +397,7 @@ def _diff_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any
     }
 
 
-def _evidence(proposal: Proposal) -> dict[str, Any]:
+def _evidence(proposal: Proposal) -> dict[str, object]:
     """Rationale, scanner and directive findings, personal data, size."""
     counter = tokens.counter_for(proposal.agent.token_encoding)
     return {

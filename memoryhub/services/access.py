@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 
 from memoryhub import errors, policy
+from memoryhub.actors import SYSTEM as SYSTEM  # moved to memoryhub/actors.py; kept importable from here
 from memoryhub.actors import Actor, active_staff_user, staff_user
+from memoryhub.actors import System as System
+from memoryhub.actors import is_system as is_system
+from memoryhub.actors import username_of as username_of
 from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Workspace
 
 # Re-exported: the services and other apps read the role sets from here.
