@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum, When
-from django.db.models.functions import Length
+from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
 from consolidation import pipeline
@@ -43,6 +43,7 @@ from consolidation.backends.base import Backend, BackendError, BackendResult, Ru
 from consolidation.models import ConsolidationPair, ConsolidationRun, Failure, RunStatus, Trigger
 from memoryhub import errors
 from memoryhub import services as core
+from memoryhub.actors import Actor, staff_user
 from memoryhub.models import Agent, AgentSession, FileKind, MemoryFile, Proposal, ProposalStatus, Source
 
 logger = logging.getLogger(__name__)
@@ -72,11 +73,11 @@ def pair_backoff(failures: int, retry_after: float | None = None) -> timedelta:
 # --- access ---------------------------------------------------------------------------------
 
 
-def visible_runs(user: Any) -> QuerySet[ConsolidationRun]:
+def visible_runs(user: Actor | None) -> QuerySet[ConsolidationRun]:
     return ConsolidationRun.objects.in_workspaces(core.workspace_ids_for(user)).select_related("agent")
 
 
-def get_run_for_user(user: Any, run_id: Any) -> ConsolidationRun:
+def get_run_for_user(user: Actor | None, run_id: Any) -> ConsolidationRun:
     """Another workspace's run is a 404, like a missing one."""
     try:
         run_id = int(run_id)
@@ -103,7 +104,7 @@ def trigger_run(
     agent: Agent,
     user_ref: str,
     trigger: str = Trigger.MANUAL,
-    user: Any = None,
+    user: Actor | None = None,
     backend: str | None = None,
 ) -> tuple[ConsolidationRun, bool]:
     """Queue a run for the pair, or return the one already queued or running.
@@ -113,7 +114,7 @@ def trigger_run(
         core.require_role(user=user, workspace=agent.workspace_id, roles=core.REVIEW_ROLES,
                           action="start consolidation runs")
     check_consolidated(agent)
-    if getattr(user, "is_authenticated", False):
+    if staff_user(user) is not None:
         # A person starting a run is a retry: the pair's attention state and
         # backoff are theirs to override.
         _clear_pair(agent=agent, user_ref=user_ref, user=user)
@@ -127,7 +128,7 @@ def trigger_run(
                     user_ref=user_ref,
                     status=RunStatus.QUEUED,
                     trigger=trigger,
-                    triggered_by=user if getattr(user, "is_authenticated", False) else None,
+                    triggered_by=staff_user(user),
                     backend=backend or agent.consolidation_backend,
                 )
                 core.record_event(
@@ -148,7 +149,7 @@ def trigger_run(
     raise errors.VersionConflict("Another consolidation run for this pair started and finished meanwhile; retry.")
 
 
-def retry_pair(*, agent: Agent, user_ref: str, user: Any) -> ConsolidationRun:
+def retry_pair(*, agent: Agent, user_ref: str, user: Actor | None) -> ConsolidationRun:
     """A reviewer's or admin's retry of a pair: clears `needs_attention`
     and the backoff, and queues a run (or returns the active one)."""
     user_ref = core.validate_user_ref(user_ref)
@@ -186,7 +187,7 @@ def pair_state(*, agent: Agent, user_ref: str) -> ConsolidationPair | None:
     return ConsolidationPair.objects.filter(agent=agent, user_ref=user_ref).first()
 
 
-def _clear_pair(*, agent: Agent, user_ref: str, user: Any = None, now: datetime | None = None) -> None:
+def _clear_pair(*, agent: Agent, user_ref: str, user: Actor | None = None, now: datetime | None = None) -> None:
     fields: dict[str, Any] = {"needs_attention": False, "transient_failures": 0, "next_attempt_at": None,
                               "updated_at": now or timezone.now()}
     if user is not None:
@@ -758,3 +759,18 @@ def run_gate(*, now: datetime | None = None) -> list[ConsolidationRun]:
             logger.info("gate queued run %s for %s/%s: %s", run.pk, agents[pair.agent_id].slug, pair.user_ref,
                         "; ".join(pair.reasons))
     return runs
+
+
+def run_figures(workspace_ids: list[int], *, since: datetime) -> tuple[dict[str, int], dict[Any, dict[str, Any]]]:
+    """For the dashboard: runs by status, and tokens and cost per day since
+    `since` (two aggregate queries; one when there are no runs)."""
+    runs = ConsolidationRun.objects.filter(agent__workspace_id__in=workspace_ids)
+    by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
+    if not by_status:
+        return by_status, {}
+    spend = {
+        row["day"]: row
+        for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
+        .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
+    }
+    return by_status, spend

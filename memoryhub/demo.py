@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub import demo_history, errors, immutability, services
+from memoryhub.actors import Actor
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -981,7 +982,7 @@ class _Seeder:
     # files
 
     def file_versions(
-        self, *, agent: Agent, kind: str, user_ref: str, versions: tuple[str, ...], admin: Any, reviewer: Any
+        self, *, agent: Agent, kind: str, user_ref: str, versions: tuple[str, ...], admin: Any, reviewer: Actor
     ) -> None:
         """Bring the file to the last of `versions`, one version each, only
         if its history so far is exactly the seeded one."""
@@ -996,7 +997,7 @@ class _Seeder:
             self.apply(agent=agent, kind=kind, user_ref=user_ref, content=content, admin=admin, reviewer=reviewer)
             self.report.add("file versions")
 
-    def apply(self, *, agent: Agent, kind: str, user_ref: str, content: str, admin: Any, reviewer: Any) -> None:
+    def apply(self, *, agent: Agent, kind: str, user_ref: str, content: str, admin: Any, reviewer: Actor) -> None:
         reason = "Demo data"
         if agent.write_policy == WritePolicy.DIRECT:
             services.write_memory(agent=agent, kind=kind, user_ref=user_ref or None, content=content, reason=reason)

@@ -15,6 +15,8 @@ from django.db.models import Q
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from memoryhub.actors import Actor, staff_user
+
 
 class Role(models.TextChoices):
     REVIEWER = "reviewer", "Reviewer"
@@ -125,8 +127,8 @@ class Workspace(models.Model):
 
 
 class MembershipQuerySet(models.QuerySet["Membership"]):
-    def for_user(self, user: Any) -> MembershipQuerySet:
-        return self.filter(user=user, user__is_active=True)
+    def for_user(self, user: Actor | None) -> MembershipQuerySet:
+        return self.filter(user=staff_user(user), user__is_active=True)
 
 
 class Membership(models.Model):

@@ -33,6 +33,7 @@ from django.db.models.functions import Cast, Length, TruncDate
 from django.utils import timezone
 
 from memoryhub import services
+from memoryhub.actors import Actor, active_staff_user
 from memoryhub.models import (
     Agent,
     AgentSession,
@@ -58,18 +59,19 @@ RUN_STATUSES = ("queued", "running", "succeeded", "no_change", "failed", "skippe
 # --- who may do what ---------------------------------------------------------------------
 
 
-def roles_by_workspace(user: Any) -> dict[int, str]:
+def roles_by_workspace(user: Actor | None) -> dict[int, str]:
     """The user's role in each of their workspaces, in one query (for pages
     that list objects from several workspaces)."""
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+    member = active_staff_user(user)
+    if member is None:
         return {}
-    return dict(Membership.objects.filter(user=user).values_list("workspace_id", "role"))
+    return dict(Membership.objects.filter(user=member).values_list("workspace_id", "role"))
 
 
 # --- queue and header -----------------------------------------------------------------------
 
 
-def queue_counts(user: Any) -> dict[str, int]:
+def queue_counts(user: Actor | None) -> dict[str, int]:
     return services.visible_proposals(user).aggregate(
         pending=Count("id", filter=Q(status=ProposalStatus.PENDING)),
         stale=Count("id", filter=Q(status=ProposalStatus.STALE)),
@@ -130,7 +132,7 @@ def related_proposals(proposal: Proposal) -> list[Proposal]:
     )
 
 
-def reason_codes_for(user: Any) -> list[str]:
+def reason_codes_for(user: Actor | None) -> list[str]:
     """The reason codes of the workspaces the user decides in, in order, each once."""
     ids = services.workspace_ids_for(user, services.REVIEW_ROLES)
     codes: dict[str, None] = {}
@@ -139,11 +141,11 @@ def reason_codes_for(user: Any) -> list[str]:
     return list(codes)
 
 
-def pending_proposal_count(user: Any) -> int:
+def pending_proposal_count(user: Actor | None) -> int:
     return services.visible_proposals(user).pending().count()
 
 
-def pending_change_count(user: Any) -> int:
+def pending_change_count(user: Actor | None) -> int:
     return services.visible_changes(user).pending().count()
 
 
@@ -191,7 +193,7 @@ def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile
     )
 
 
-def agents_overview(user: Any) -> list[Agent]:
+def agents_overview(user: Actor | None) -> list[Agent]:
     """The visible agents, each with `pending` proposals and `near_cap` files."""
     visible = services.visible_agents(user)
     rows: list[Agent] = list(
@@ -212,7 +214,7 @@ def workspace(pk: int) -> Workspace | None:
     return Workspace.objects.filter(pk=pk).first()
 
 
-def admin_workspaces(user: Any) -> list[Workspace]:
+def admin_workspaces(user: Actor | None) -> list[Workspace]:
     return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user, services.ADMIN_ROLES)))
 
 
@@ -246,21 +248,21 @@ def pending_proposal_count_for(agent: Agent) -> int:
     return Proposal.objects.pending().filter(agent=agent).count()
 
 
-def pending_changes_for(user: Any, agent: Agent) -> list[Change]:
+def pending_changes_for(user: Actor | None, agent: Agent) -> list[Change]:
     return list(services.visible_changes(user).pending().filter(agent=agent).order_by("created_at", "id"))
 
 
-def pending_workspace_settings_changes(user: Any, workspace: Workspace) -> list[Change]:
+def pending_workspace_settings_changes(user: Actor | None, workspace: Workspace) -> list[Change]:
     return list(services.visible_changes(user).pending()
                 .filter(workspace=workspace, kind=ChangeKind.WORKSPACE_SETTINGS).order_by("created_at", "id"))
 
 
-def user_workspaces(user: Any) -> list[Workspace]:
+def user_workspaces(user: Actor | None) -> list[Workspace]:
     """Every workspace where the user has a role, by slug."""
     return list(Workspace.objects.filter(pk__in=services.workspace_ids_for(user)).order_by("slug"))
 
 
-def workspace_for_user(user: Any, slug: str) -> Workspace | None:
+def workspace_for_user(user: Actor | None, slug: str) -> Workspace | None:
     """A workspace where the user has any role, by slug; None for any other."""
     return Workspace.objects.filter(slug=slug, pk__in=services.workspace_ids_for(user)).first()
 
@@ -304,7 +306,7 @@ def evidence(agent: Agent, user_ref: str, ids: Any) -> dict[int, LogEntry]:
     return {e.pk: e for e in entries}
 
 
-def session_for(user: Any, pk: int) -> AgentSession | None:
+def session_for(user: Actor | None, pk: int) -> AgentSession | None:
     return AgentSession.objects.filter(pk=pk, agent__in=services.visible_agents(user)).select_related("agent").first()
 
 
@@ -315,7 +317,7 @@ def session_log(session: AgentSession) -> list[LogEntry]:
 # --- direct writes ------------------------------------------------------------------------------
 
 
-def direct_writes(user: Any, *, since: date, agent_slug: str = "") -> QuerySet[Any]:
+def direct_writes(user: Actor | None, *, since: date, agent_slug: str = "") -> QuerySet[Any]:
     """History rows that agents wrote without a proposal (the `direct`
     policy) since a day, newest first. Each row carries the content of the
     version before it (`previous_content`) and the file's served and
@@ -420,26 +422,17 @@ class Dashboard:
         return sum((self.runs_by_status or {}).values())
 
 
-def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
-    """The queue, decisions per day and consolidation runs since `since`."""
+def dashboard(workspace_ids: list[int], *, since: datetime, runs_by_status: dict[str, int],
+              spend: dict[date, dict[str, Any]]) -> Dashboard:
+    """The queue and decisions per day since `since`, with the consolidation
+    figures the caller read (consolidation.services.run_figures: memoryhub
+    imports no other app)."""
     proposals = Proposal.objects.in_workspaces(workspace_ids)
     queue = proposals.pending().aggregate(size=Count("id"), oldest=Min("created_at"))
     decided = (
         proposals.filter(decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED])
         .annotate(day=TruncDate("decided_at")).values("day", "status").annotate(n=Count("id")).order_by()
     )
-    # Imported here: consolidation's models import memoryhub's.
-    from consolidation.models import ConsolidationRun
-
-    spend: dict[date, dict[str, Any]] = {}
-    runs = ConsolidationRun.objects.filter(agent__workspace_id__in=workspace_ids)
-    by_status = dict(runs.values("status").annotate(n=Count("id")).order_by().values_list("status", "n"))
-    if by_status:
-        spend = {
-            row["day"]: row
-            for row in runs.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
-            .annotate(tin=Sum("tokens_in"), tout=Sum("tokens_out"), cost=Sum("cost_usd")).order_by()
-        }
     sla = sla_counts(workspace_ids, now=timezone.now())
     waits = [decided_at - created_at for created_at, decided_at in proposals.filter(  # type: ignore[operator]
         decided_at__gte=since, status__in=[ProposalStatus.APPROVED, ProposalStatus.REJECTED]
@@ -453,7 +446,7 @@ def dashboard(workspace_ids: list[int], *, since: datetime) -> Dashboard:
         oldest=queue["oldest"],
         stale_count=proposals.filter(status=ProposalStatus.STALE).count(),
         decided={(row["day"], row["status"]): row["n"] for row in decided},
-        runs_by_status=by_status,
+        runs_by_status=runs_by_status,
         spend=spend,
     )
 
@@ -502,107 +495,159 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+_NOTHING: dict[str, Any] = {}
+
+
 def proposal_timeline(proposal: Proposal) -> list[TimelineStep]:
     """created → edited → rebased → superseded → claimed → decided → served /
     withheld / rolled back, for the proposal and every revision in its
     chain, oldest first. Built from the audit log (who, when, comment,
     reason code) and the file's proposals; two queries, however long the
     chain or the file's history."""
-    rows: dict[int, dict[str, Any]] = {
+    rows = _file_proposals(proposal)
+    chain = _revision_chain(rows, proposal.pk)
+    # version served → the proposal of the chain that served it
+    applied = {rows[pk]["applied_version"]: pk for pk in chain if pk in rows and rows[pk]["applied_version"]}
+    served_at: list[datetime] = [rows[pk]["decided_at"] for pk in applied.values() if rows[pk]["decided_at"]]
+    first_served = min(served_at, default=None)
+    rollbacks = _later_rollbacks(rows, chain, first_served)
+
+    steps: list[TimelineStep] = []
+    explained: set[int] = set()  # superseded proposals whose edit/rebase event says why
+    for event in _timeline_events(proposal, chain=chain, rollbacks=rollbacks, applied=applied,
+                                  first_served=first_served):
+        details = event.details if isinstance(event.details, dict) else {}
+        target = int(event.target_id) if event.target_id.isdigit() else 0
+        if event.target_type == "MemoryFile":
+            _add_file_step(steps, event, details, applied)
+        elif target in rollbacks:
+            _add_rollback_step(steps, event, details, applied, target)
+        else:
+            _add_proposal_step(steps, event, details, rows, target, explained)
+    _add_silent_supersessions(steps, rows, chain, explained)
+    return steps
+
+
+def _file_proposals(proposal: Proposal) -> dict[int, dict[str, Any]]:
+    """Every proposal for the proposal's file, by id (one query)."""
+    return {
         row["id"]: dict(row)
         for row in Proposal.objects.filter(agent_id=proposal.agent_id, kind=proposal.kind, user_ref=proposal.user_ref)
         .values("id", "revises_id", "superseded_by_id", "status", "created_at", "applied_version", "source",
                 "rollback_to", "decided_at")
     }
-    chain = {proposal.pk}
-    seen = proposal.pk
-    nothing: dict[str, Any] = {}
-    while (parent := rows.get(seen, nothing).get("revises_id")) and parent not in chain:
-        chain.add(parent)
-        seen = parent
-    seen = proposal.pk
-    while (child := rows.get(seen, nothing).get("superseded_by_id")) and child not in chain:
-        chain.add(child)
-        seen = child
-    applied = {rows[pk]["applied_version"]: pk for pk in chain if pk in rows and rows[pk]["applied_version"]}
-    served_at: list[datetime] = [rows[pk]["decided_at"] for pk in applied.values() if rows[pk]["decided_at"]]
-    first_served = min(served_at, default=None)
-    rollbacks = [
+
+
+def _revision_chain(rows: dict[int, dict[str, Any]], pk: int) -> set[int]:
+    """The proposal, what it revises (back to the first) and what superseded
+    it (up to the last)."""
+    chain = {pk}
+    for link in ("revises_id", "superseded_by_id"):
+        seen = pk
+        while (other := rows.get(seen, _NOTHING).get(link)) and other not in chain:
+            chain.add(other)
+            seen = other
+    return chain
+
+
+def _later_rollbacks(rows: dict[int, dict[str, Any]], chain: set[int], first_served: datetime | None) -> list[int]:
+    """Approved rollbacks of the file decided after the chain first served."""
+    return [
         pk for pk, row in rows.items()
         if row["source"] == Source.ROLLBACK and row["status"] == ProposalStatus.APPROVED and pk not in chain
         and first_served is not None and row["decided_at"] and row["decided_at"] > first_served
     ]
+
+
+def _timeline_events(proposal: Proposal, *, chain: set[int], rollbacks: list[int], applied: dict[int, int],
+                     first_served: datetime | None) -> QuerySet[AuditEvent]:
+    """The chain's and the rollbacks' events, and once served the file's
+    withhold/release events (one query)."""
     wanted = Q(target_type="Proposal", target_id__in=[str(pk) for pk in (*chain, *rollbacks)])
     if applied:
         wanted |= Q(target_type="MemoryFile", agent_id=proposal.agent_id, user_ref=proposal.user_ref,
                     action__in=("file.withhold", "file.release"), details__kind=proposal.kind,
                     created_at__gte=first_served)
-    events = AuditEvent.objects.filter(wanted).select_related("actor_agent").order_by("created_at", "id")
+    return AuditEvent.objects.filter(wanted).select_related("actor_agent").order_by("created_at", "id")
 
-    steps: list[TimelineStep] = []
-    explained: set[int] = set()  # superseded proposals whose edit/rebase event says why
-    for event in events:
-        details = event.details if isinstance(event.details, dict) else {}
-        common: dict[str, Any] = {"at": event.created_at, "who": _who(event),
-                                  "reason_code": _text(details.get("reason_code"))}
-        target = int(event.target_id) if event.target_id.isdigit() else 0
-        if event.target_type == "MemoryFile":
-            version = details.get("version")
-            if version not in applied:
-                continue
-            step, label = _STEP_LABELS[event.action]
-            steps.append(TimelineStep(step=step, label=f"{label} (v{version})", proposal_id=applied[version],
-                                      comment=_text(details.get("reason")), **common))
-            continue
-        if target in rollbacks:
-            undone = set(details.get("undone_versions") or [])
-            if event.action != "proposal.approve" or not undone & set(applied):
-                continue
-            steps.append(TimelineStep(
-                step="rolled_back", label=f"Rolled back to v{details.get('rollback_to')} by proposal #{target}",
-                proposal_id=applied[min(undone & set(applied))], comment=_text(details.get("comment")), **common))
-            continue
-        step, label = _STEP_LABELS.get(event.action, ("other", event.action.removeprefix("proposal.").capitalize()))
-        position = len(steps)
-        comment = _text(details.get("comment")) or _text(details.get("reason"))
-        detail = ""
-        if event.action == "proposal.create":
-            row = rows.get(target, nothing)
-            source = _text(details.get("source")) or row.get("source", "")
-            detail = f"{source} proposal from v{details.get('base_version', '?')}"
-            comment = _text(details.get("reason"))
-            if common["who"] == "system" and source == Source.CONSOLIDATION:
-                common["who"] = "consolidation run"
-        elif event.action in ("proposal.edit", "proposal.rebase"):
-            explained.add(target)
-            # Written after the new proposal's creation in the same
-            # transaction; read better before it.
-            position = next((i for i, s in enumerate(steps)
-                             if s.step == "created" and s.proposal_id == details.get("new_proposal")), len(steps))
-            detail = f"superseded by proposal #{details.get('new_proposal')}"
-            if event.action == "proposal.rebase":
-                detail = f"onto v{details.get('onto_version')}; {detail}"
-            # The editor's comment is the new proposal's reason.
-            created = steps[position].comment if position < len(steps) else ""
-            comment = event.summary if event.action == "proposal.rebase" else (comment or created)
-        elif event.action == "proposal.stale":
-            detail = f"the file moved to v{details.get('current_version')}"
-        steps.insert(position, TimelineStep(step=step, label=label, proposal_id=target, comment=comment,
-                                            detail=detail, **common))
-        if event.action == "proposal.approve" and details.get("version"):
-            steps.append(TimelineStep(step="served", label=f"Served as v{details['version']}", proposal_id=target,
-                                      at=event.created_at, who=_who(event)))
+
+def _common(event: AuditEvent, details: dict[str, Any]) -> dict[str, Any]:
+    return {"at": event.created_at, "who": _who(event), "reason_code": _text(details.get("reason_code"))}
+
+
+def _add_file_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, Any],
+                   applied: dict[int, int]) -> None:
+    """A withhold or release of a version the chain served."""
+    version = details.get("version")
+    if version not in applied:
+        return
+    step, label = _STEP_LABELS[event.action]
+    steps.append(TimelineStep(step=step, label=f"{label} (v{version})", proposal_id=applied[version],
+                              comment=_text(details.get("reason")), **_common(event, details)))
+
+
+def _add_rollback_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, Any],
+                       applied: dict[int, int], target: int) -> None:
+    """A later rollback's approval that undid a version the chain served."""
+    undone = set(details.get("undone_versions") or [])
+    if event.action != "proposal.approve" or not undone & set(applied):
+        return
+    steps.append(TimelineStep(
+        step="rolled_back", label=f"Rolled back to v{details.get('rollback_to')} by proposal #{target}",
+        proposal_id=applied[min(undone & set(applied))], comment=_text(details.get("comment")),
+        **_common(event, details)))
+
+
+def _add_proposal_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, Any],
+                       rows: dict[int, dict[str, Any]], target: int, explained: set[int]) -> None:
+    """An event of a proposal in the chain (and "served" after an approval
+    that made a version)."""
+    common = _common(event, details)
+    step, label = _STEP_LABELS.get(event.action, ("other", event.action.removeprefix("proposal.").capitalize()))
+    position = len(steps)
+    comment = _text(details.get("comment")) or _text(details.get("reason"))
+    detail = ""
+    if event.action == "proposal.create":
+        source = _text(details.get("source")) or rows.get(target, _NOTHING).get("source", "")
+        detail = f"{source} proposal from v{details.get('base_version', '?')}"
+        comment = _text(details.get("reason"))
+        if common["who"] == "system" and source == Source.CONSOLIDATION:
+            common["who"] = "consolidation run"
+    elif event.action in ("proposal.edit", "proposal.rebase"):
+        explained.add(target)
+        # Written after the new proposal's creation in the same
+        # transaction; read better before it.
+        position = next((i for i, s in enumerate(steps)
+                         if s.step == "created" and s.proposal_id == details.get("new_proposal")), len(steps))
+        detail = f"superseded by proposal #{details.get('new_proposal')}"
+        if event.action == "proposal.rebase":
+            detail = f"onto v{details.get('onto_version')}; {detail}"
+        # The editor's comment is the new proposal's reason.
+        created = steps[position].comment if position < len(steps) else ""
+        comment = event.summary if event.action == "proposal.rebase" else (comment or created)
+    elif event.action == "proposal.stale":
+        detail = f"the file moved to v{details.get('current_version')}"
+    steps.insert(position, TimelineStep(step=step, label=label, proposal_id=target, comment=comment,
+                                        detail=detail, **common))
+    if event.action == "proposal.approve" and details.get("version"):
+        steps.append(TimelineStep(step="served", label=f"Served as v{details['version']}", proposal_id=target,
+                                  at=event.created_at, who=_who(event)))
+
+
+def _add_silent_supersessions(steps: list[TimelineStep], rows: dict[int, dict[str, Any]], chain: set[int],
+                              explained: set[int]) -> None:
+    """A newer consolidation run replaces an older pending proposal for the
+    same file without an event of its own: the step goes where it happened."""
     for pk in chain:
-        row = rows.get(pk, nothing)
+        row = rows.get(pk, _NOTHING)
         newer = rows.get(row.get("superseded_by_id") or 0)
         if row.get("status") == ProposalStatus.SUPERSEDED and pk not in explained and newer:
-            # A newer consolidation run replaces an older pending proposal
-            # for the same file without an event of its own.
             position = next((i for i, s in enumerate(steps) if s.at > newer["created_at"]), len(steps))
             steps.insert(position, TimelineStep(
                 step="superseded", label="Superseded", at=newer["created_at"], who="system", proposal_id=pk,
                 detail=f"by the newer proposal #{newer['id']}"))
-    return steps
+
+
 def sla_counts(workspace_ids: list[int], *, now: datetime) -> dict[str, int]:
     """Pending proposals past their workspace's SLA (overdue) and past
     SLA_DUE_SHARE of it (due, not yet overdue): one Q per workspace keeps it

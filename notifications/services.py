@@ -34,6 +34,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memoryhub import errors, services
+from memoryhub.actors import Actor, staff_user, username_of
 from memoryhub.models import Membership, Proposal, RiskLevel, Workspace
 from memoryhub.services.access import ADMIN_ROLES, REVIEW_ROLES
 from notifications import destinations, dispatch
@@ -128,14 +129,14 @@ def validate_secret(secret: Any) -> str:
     return secret
 
 
-def admin_workspace_ids(actor: Any) -> list[int]:
+def admin_workspace_ids(actor: Actor | None) -> list[int]:
     ids = services.workspace_ids_for(actor, ADMIN_ROLES)
     if not ids:
         raise errors.PermissionDenied("Only a workspace admin may manage webhooks.")
     return ids
 
 
-def admin_workspace(*, actor: Any, slug: Any = None) -> Workspace:
+def admin_workspace(*, actor: Actor, slug: Any = None) -> Workspace:
     """The workspace a webhook is for: the one named, or the only one where
     the actor is an admin."""
     workspaces = Workspace.objects.filter(pk__in=admin_workspace_ids(actor))
@@ -152,7 +153,7 @@ def admin_workspace(*, actor: Any, slug: Any = None) -> Workspace:
     return found_all[0]
 
 
-def create_webhook(*, actor: Any, workspace: Workspace, url: Any, events: Any,
+def create_webhook(*, actor: Actor, workspace: Workspace, url: Any, events: Any,
                    secret: Any = None) -> tuple[Webhook, str | None]:
     """Register a webhook. Returns it with the secret when one was generated
     (shown once; a secret the caller chose is never echoed back)."""
@@ -173,13 +174,13 @@ def create_webhook(*, actor: Any, workspace: Workspace, url: Any, events: Any,
     return hook, generated
 
 
-def visible_webhooks(user: Any) -> Any:
+def visible_webhooks(user: Actor | None) -> Any:
     """Webhooks of the workspaces where the user is an admin."""
     return (Webhook.objects.active().filter(workspace_id__in=services.workspace_ids_for(user, ADMIN_ROLES))
             .select_related("workspace", "created_by").order_by("created_at", "id"))
 
 
-def get_webhook_for_user(user: Any, pk: Any) -> Webhook:
+def get_webhook_for_user(user: Actor | None, pk: Any) -> Webhook:
     admin_workspace_ids(user)
     try:
         number = int(pk)
@@ -191,7 +192,7 @@ def get_webhook_for_user(user: Any, pk: Any) -> Webhook:
     return hook
 
 
-def delete_webhook(*, actor: Any, webhook_id: Any) -> Webhook:
+def delete_webhook(*, actor: Actor, webhook_id: Any) -> Webhook:
     hook = get_webhook_for_user(actor, webhook_id)
     services.require_admin(user=actor, workspace=hook.workspace_id, action="manage webhooks")
     with transaction.atomic():
@@ -205,13 +206,13 @@ def delete_webhook(*, actor: Any, webhook_id: Any) -> Webhook:
     return hook
 
 
-def send_test(*, actor: Any, webhook_id: Any) -> WebhookDelivery:
+def send_test(*, actor: Actor, webhook_id: Any) -> WebhookDelivery:
     """A `ping` delivery, whatever the webhook subscribes to."""
     hook = get_webhook_for_user(actor, webhook_id)
     services.require_admin(user=actor, workspace=hook.workspace_id, action="manage webhooks")
     now = timezone.now()
     payload = {"event": PING, "occurred_at": now.isoformat(), "workspace": hook.workspace.slug, "agent": None,
-               "user": None, "actor": f"user:{actor.get_username()}", "target": {"type": "webhook", "id": hook.pk},
+               "user": None, "actor": f"user:{username_of(actor)}", "target": {"type": "webhook", "id": hook.pk},
                "data": {}, "console_path": None}
     with transaction.atomic():
         (delivery,) = dispatch.queue_deliveries(workspace_id=hook.workspace_id, event=PING, payload=payload,
@@ -221,7 +222,7 @@ def send_test(*, actor: Any, webhook_id: Any) -> WebhookDelivery:
     return delivery
 
 
-def recent_deliveries(user: Any, *, limit: int = 50) -> list[WebhookDelivery]:
+def recent_deliveries(user: Actor | None, *, limit: int = 50) -> list[WebhookDelivery]:
     ids = services.workspace_ids_for(user, ADMIN_ROLES)
     return list(WebhookDelivery.objects.filter(webhook__workspace_id__in=ids).select_related("webhook")
                 .order_by("-created_at", "-id")[:limit])
@@ -421,17 +422,20 @@ def sla_hours(workspace: Workspace) -> float:
     return float(value) if value else float(DEFAULT_SLA_HOURS)
 
 
-def preferences_for(user: Any) -> NotificationPreference:
-    found = NotificationPreference.objects.filter(user=user).first()
-    return found or NotificationPreference(user=user)
+def preferences_for(user: Actor | None) -> NotificationPreference:
+    member = staff_user(user)
+    found = NotificationPreference.objects.filter(user=member).first()
+    return found or NotificationPreference(user=member)
 
 
-def update_preferences(*, user: Any, high_risk: bool, overdue: bool, run_failed: bool) -> NotificationPreference:
+def update_preferences(*, user: Actor | None, high_risk: bool, overdue: bool,
+                       run_failed: bool) -> NotificationPreference:
     """A person's own e-mail settings."""
-    if not getattr(user, "is_authenticated", False):
+    member = staff_user(user)
+    if member is None:
         raise errors.PermissionDenied("Sign in to change your notification settings.")
     with transaction.atomic():
-        pref, _ = NotificationPreference.objects.select_for_update().get_or_create(user=user)
+        pref, _ = NotificationPreference.objects.select_for_update().get_or_create(user=member)
         pref.high_risk, pref.overdue, pref.run_failed = bool(high_risk), bool(overdue), bool(run_failed)
         pref.updated_at = timezone.now()
         pref.save()

@@ -29,7 +29,6 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
@@ -54,6 +53,7 @@ from memoryhub.services.agents import MAX_RETENTION_DAYS, MAX_SLA_HOURS, governe
 from memoryhub.services.limits import PII_POLICIES
 from memoryhub.tokens import ENCODING_NAMES
 from reviews import audit_export, charts, once
+from reviews.http import HtmxHttpRequest, page_or_fragment
 
 PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
 AUDIT_PAGE_SIZE = 50
@@ -76,19 +76,6 @@ def _is_admin(request: HttpRequest, workspace_id: int) -> bool:
 
 def _forbidden(exc: errors.PermissionDenied) -> PermissionDenied:
     return PermissionDenied(exc.detail)
-
-
-def _fragment(request: HttpRequest) -> bool:
-    """An htmx request wants a fragment, except when htmx restores history
-    (historyCacheSize is 0, so back/forward refetches the whole page)."""
-    htmx = request.htmx  # type: ignore[attr-defined]
-    return bool(htmx) and not htmx.history_restore_request
-
-
-def _vary(response: HttpResponse) -> HttpResponse:
-    # The same URL answers with a page or a fragment: caches must keep both apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
 
 
 def _error_status(request: HttpRequest, status: int) -> int:
@@ -362,7 +349,7 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def context_preview(request: HttpRequest, slug: str) -> HttpResponse:
+def context_preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     agent = _agent_or_404(request, slug)
     user_ref = request.GET.get("user", "").strip()
     strategy = request.GET.get("strategy", "") or agent.strategy
@@ -376,22 +363,15 @@ def context_preview(request: HttpRequest, slug: str) -> HttpResponse:
         payload = context.build_context(agent=agent, user_ref=user_ref, strategy=strategy)
     except errors.DomainError as exc:
         error = exc.detail
-    template_name = "reviews/admin/preview.html"
-    if _fragment(request):
-        template_name += "#preview"
-    return _vary(TemplateResponse(
-        request,
-        template_name,
-        {
-            "agent": agent,
-            "user_ref": user_ref,
-            "strategy": strategy,
-            "strategies": Strategy.choices,
-            "user_refs": selectors.known_user_refs(agent),
-            "payload": payload,
-            "error": error,
-        },
-    ))
+    return page_or_fragment(request, "reviews/admin/preview.html", {
+        "agent": agent,
+        "user_ref": user_ref,
+        "strategy": strategy,
+        "strategies": Strategy.choices,
+        "user_refs": selectors.known_user_refs(agent),
+        "payload": payload,
+        "error": error,
+    }, fragments=("preview",))
 
 
 # --- audit -------------------------------------------------------------------------------
@@ -465,7 +445,7 @@ def _date_param(params: dict[str, str], name: str, label: str, problems: list[Au
 
 @login_required
 @require_GET
-def audit(request: HttpRequest) -> HttpResponseBase:
+def audit(request: HtmxHttpRequest) -> HttpResponseBase:
     if not services.workspace_ids_for(request.user):
         raise PermissionDenied("You have no role in any workspace.")
     events, params, problems = filtered_events(request)
@@ -485,24 +465,17 @@ def audit(request: HttpRequest) -> HttpResponseBase:
     query = request.GET.copy()
     query.pop("page", None)
     query.pop("format", None)
-    template_name = "reviews/admin/audit.html"
     events_on_page = list(page.object_list)
     page.object_list = events_on_page
-    if _fragment(request):
-        template_name += "#results"
-    return _vary(TemplateResponse(
-        request,
-        template_name,
-        {
-            "page": page,
-            "params": params,
-            "problems": problems,
-            "actions": actions,
-            "agents": services.visible_agents(request.user).values_list("slug", flat=True),
-            "query": query.urlencode(),
-            "links": audit_target_links(events_on_page),
-        },
-    ))
+    return page_or_fragment(request, "reviews/admin/audit.html", {
+        "page": page,
+        "params": params,
+        "problems": problems,
+        "actions": actions,
+        "agents": services.visible_agents(request.user).values_list("slug", flat=True),
+        "query": query.urlencode(),
+        "links": audit_target_links(events_on_page),
+    }, fragments=("results",))
 
 
 def audit_target_links(events: list[AuditEvent]) -> dict[int, str]:
@@ -547,7 +520,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     today = timezone.localdate()
     days = [today - timedelta(days=DASHBOARD_DAYS - 1 - i) for i in range(DASHBOARD_DAYS)]
-    figures = selectors.dashboard(workspace_ids, since=now - timedelta(days=DASHBOARD_DAYS))
+    since = now - timedelta(days=DASHBOARD_DAYS)
+    runs_by_status, spend = consolidation.run_figures(workspace_ids, since=since)
+    figures = selectors.dashboard(workspace_ids, since=since, runs_by_status=runs_by_status, spend=spend)
     per_day = figures.decided
     decisions_chart = charts.bar_chart(
         title=f"Decisions per day, last {DASHBOARD_DAYS} days",

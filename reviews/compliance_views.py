@@ -27,7 +27,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from memoryhub import errors, services
+from memoryhub import errors, policy, selectors, services
 from memoryhub.models import AuditEvent, Workspace
 
 RECORD_ACTIONS = ("subject.export", "subject.refused", "subject.erase", "agent.export", "agent.import",
@@ -63,12 +63,13 @@ def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: di
     admin_of = [ws for ws in workspaces if ws.pk in set(services.workspace_ids_for(request.user,
                                                                                    services.ERASE_ROLES))]
     pending = list(services.pending_erasures(workspace_ids=ids).order_by("created_at", "id"))
+    roles = selectors.roles_by_workspace(request.user)
     return {
         "erasure_workspaces": admin_of,
         "erasure_form": form,
         "erasure_error": error,
         # Who may approve which: a different admin of that workspace.
-        "pending_erasures": [(c, c.workspace_id in {ws.pk for ws in admin_of} and c.requested_by_id != request.user.pk,
+        "pending_erasures": [(c, policy.approve_change(actor=request.user, change=c, known=roles) is None,
                               services.count_lines(services.pending_counts(c)))
                              for c in pending],
         "erasures": list(services.erasure_records(workspace_ids=ids).order_by("-created_at", "-id")[:ERASURE_ROWS]),

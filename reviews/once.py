@@ -27,6 +27,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
 from memoryhub import errors
+from memoryhub.actors import Actor
 from memoryhub.models import IdempotencyRecord
 
 FIELD = "once_token"
@@ -42,7 +43,7 @@ def _max_age() -> int:
     return int(settings.SESSION_COOKIE_AGE)
 
 
-def token_for(user: Any) -> str:
+def token_for(user: Actor) -> str:
     """A fresh token for `user` (what the template tag renders; tests post it)."""
     return signing.dumps({"u": user.pk, "n": secrets.token_urlsafe(16)}, salt=_SALT)
 

@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
+from memoryhub.actors import signed_in_user
 from reviews import two_factor
 
 # Paths a session owing its second factor may still reach.
@@ -78,8 +79,8 @@ def _token(request: HttpRequest) -> str:
 def verify(request: HttpRequest) -> HttpResponse:
     """The second step of sign-in: a code from the authenticator, or a
     recovery code."""
-    user = request.user
-    if user.is_verified():  # type: ignore[union-attr]
+    user = signed_in_user(request)
+    if user.is_verified():  # type: ignore[attr-defined]  # django-otp's middleware adds it
         return HttpResponseRedirect(_next_url(request))
     if two_factor.confirmed_device(user) is None:
         return HttpResponseRedirect(f"{reverse('two-factor-enrol')}?{urlencode({'next': _next_url(request)})}")
@@ -102,11 +103,11 @@ def verify(request: HttpRequest) -> HttpResponse:
 def enrol(request: HttpRequest) -> HttpResponse:
     """Enrol an authenticator: scan the QR code, confirm with a first code,
     and get ten recovery codes, shown once."""
-    user = request.user
+    user = signed_in_user(request)
     if two_factor.confirmed_device(user) is not None:
         # Replacing an authenticator takes a reset at the shell: otherwise a
         # stolen password alone could enrol the thief's phone.
-        if user.is_verified():  # type: ignore[union-attr]
+        if user.is_verified():  # type: ignore[attr-defined]  # django-otp's middleware adds it
             return TemplateResponse(request, "registration/two_factor_enrolled.html", {"next": _next_url(request)})
         return HttpResponseRedirect(f"{reverse('two-factor-verify')}?{urlencode({'next': _next_url(request)})}")
     error = ""

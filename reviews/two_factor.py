@@ -32,6 +32,7 @@ from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from memoryhub import services
+from memoryhub.actors import Actor, StaffUser
 from memoryhub.models import Membership, Workspace
 
 RECOVERY_CODES = 10
@@ -43,7 +44,7 @@ OIDC_BACKEND = "reviews.oidc.MemoryHubOIDCBackend"
 # --- who must verify ----------------------------------------------------------------------
 
 
-def required_for(user: Any) -> bool:
+def required_for(user: StaffUser) -> bool:
     """Whether the deployment requires a second factor of this user."""
     if not settings.MEMORYHUB_REQUIRE_2FA:
         return False
@@ -52,7 +53,7 @@ def required_for(user: Any) -> bool:
     return Membership.objects.filter(user=user, role__in=settings.MEMORYHUB_2FA_ROLES).exists()
 
 
-def confirmed_device(user: Any) -> TOTPDevice | None:
+def confirmed_device(user: StaffUser) -> TOTPDevice | None:
     return TOTPDevice.objects.filter(user=user, confirmed=True).first()
 
 
@@ -73,8 +74,8 @@ def needs_verification(request: HttpRequest) -> bool:
 # --- audit --------------------------------------------------------------------------------
 
 
-def record_signin_event(*, user: Any, action: str, summary: str, details: dict[str, Any] | None = None,
-                        actor: Any = None) -> None:
+def record_signin_event(*, user: StaffUser, action: str, summary: str, details: dict[str, Any] | None = None,
+                        actor: Actor | None = None) -> None:
     """One event per workspace the user has a role in, so each workspace's
     admins and auditors see it in their audit log (one without a workspace
     for a user with none)."""
@@ -108,7 +109,7 @@ class Enrolment:
         return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def start_enrolment(user: Any) -> Enrolment:
+def start_enrolment(user: StaffUser) -> Enrolment:
     """The user's unconfirmed authenticator, created on first call; the same
     one (and so the same QR code) until it is confirmed."""
     device = TOTPDevice.objects.filter(user=user, confirmed=False).order_by("id").first()
@@ -117,7 +118,7 @@ def start_enrolment(user: Any) -> Enrolment:
     return Enrolment(device=device)
 
 
-def confirm_enrolment(*, user: Any, token: str) -> tuple[TOTPDevice, list[str]] | None:
+def confirm_enrolment(*, user: StaffUser, token: str) -> tuple[TOTPDevice, list[str]] | None:
     """Confirm the pending authenticator with its first code. Returns the
     device and ten new recovery codes (shown once), or None for a wrong code."""
     with transaction.atomic():
@@ -135,7 +136,7 @@ def confirm_enrolment(*, user: Any, token: str) -> tuple[TOTPDevice, list[str]] 
     return device, codes
 
 
-def _new_recovery_codes(user: Any) -> list[str]:
+def _new_recovery_codes(user: StaffUser) -> list[str]:
     StaticDevice.objects.filter(user=user).delete()
     device = StaticDevice.objects.create(user=user, name=RECOVERY_NAME, confirmed=True)
     codes = [StaticToken.random_token() for _ in range(RECOVERY_CODES)]
@@ -157,7 +158,7 @@ def _digits(token: str) -> str:
     return "".join(token.split())
 
 
-def verify(*, user: Any, token: str) -> Verification:
+def verify(*, user: StaffUser, token: str) -> Verification:
     """Check a code from the authenticator, or else a recovery code (used up
     by this). Wrong and throttled codes are audited; so is every recovery
     code used, with how many are left."""
@@ -182,14 +183,14 @@ def verify(*, user: Any, token: str) -> Verification:
     return _failed(user, throttled=False)
 
 
-def _failed(user: Any, *, throttled: bool) -> Verification:
+def _failed(user: StaffUser, *, throttled: bool) -> Verification:
     suffix = " (throttled)" if throttled else ""
     record_signin_event(user=user, action="signin.2fa_failed", details={"throttled": throttled},
                         summary=f"Wrong two-factor code for {user.get_username()}{suffix}")
     return Verification(throttled=throttled)
 
 
-def reset(*, user: Any, actor: Any) -> bool:
+def reset(*, user: StaffUser, actor: Actor) -> bool:
     """Remove the user's authenticator and recovery codes (a lost phone).
     The operator at the shell only; the user enrols again at next sign-in."""
     with transaction.atomic():

@@ -28,14 +28,13 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from consolidation.provenance import evidence_by_entry, line_entry
-from memoryhub import errors, risk, selectors, services, tokens
+from memoryhub import errors, policy, risk, selectors, services, tokens
+from memoryhub.actors import Actor
 from memoryhub.models import (
     Change,
     ChangeKind,
@@ -49,6 +48,7 @@ from memoryhub.models import (
 from memoryhub.scanning.pii import CATEGORY_LABELS
 from reviews import diffs, highlight
 from reviews.api import history_author
+from reviews.http import HtmxHttpRequest, page_or_fragment
 
 T = TypeVar("T")
 QUEUE_PAGE_SIZE = 25
@@ -59,35 +59,11 @@ DIRECT_WRITES_DAYS = 7
 DIRECT_NAMED = 5
 
 
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
 def _or_404(lookup: Callable[..., T], *args: Any) -> T:
     try:
         return lookup(*args)
     except errors.NotFound as exc:
         raise Http404(exc.detail) from exc
-
-
-def _wants_fragment(request: HtmxHttpRequest) -> bool:
-    """An htmx request wants a fragment, except when htmx restores history
-    (historyCacheSize is 0, so back/forward refetches the whole page)."""
-    return bool(request.htmx) and not request.htmx.history_restore_request
-
-
-def _fragment(request: HtmxHttpRequest, template_name: str, allowed: set[str], default: str) -> str:
-    """The page, or for htmx the partial named like the element it targets."""
-    if not _wants_fragment(request):
-        return template_name
-    target = request.htmx.target or ""
-    return f"{template_name}#{target if target in allowed else default}"
-
-
-def _vary(response: HttpResponse) -> HttpResponse:
-    # The same URL answers with a page or a fragment: caches must keep both apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
 
 
 def _file_url(name: str, slug: str, kind: str, user_ref: str) -> str:
@@ -152,7 +128,7 @@ class QueueFilterForm(forms.Form):
             ("", "All agents"), *((a.slug, a.name or a.slug) for a in agents)
         ]
 
-    def apply(self, proposals: Any, *, user: Any) -> Any:
+    def apply(self, proposals: Any, *, user: Actor | None) -> Any:
         data = self.cleaned_data if self.is_valid() else {}
         claimed = data.get("claimed")
         if claimed == "mine":
@@ -235,26 +211,22 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     _attach_findings(page.object_list)
     # The queue may promise review only for agents under `review`: name the others.
     direct = sorted((a for a in agents if a.write_policy == WritePolicy.DIRECT), key=lambda a: a.slug)
-    return _vary(TemplateResponse(
-        request,
-        _fragment(request, "reviews/queue.html", {"proposal-list"}, "proposal-list"),
-        {
-            "form": form,
-            "page": page,
-            "counts": selectors.queue_counts(request.user),
-            "changes_pending": selectors.pending_change_count(request.user),
-            "can_decide": bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES)),
-            "now": now,
-            "has_agents": bool(agents),
-            "reason_codes": selectors.reason_codes_for(request.user),
-            "bulk_max": services.BULK_MAX,
-            "direct_named": direct[:DIRECT_NAMED],
-            "direct_more": max(0, len(direct) - DIRECT_NAMED),
-            "queue_query": queue_filter_query(request),
-            # Shown on the collapsed filter box, so a filtered queue says so.
-            "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
-        },
-    ))
+    return page_or_fragment(request, "reviews/queue.html", fragments=("proposal-list",), context={
+        "form": form,
+        "page": page,
+        "counts": selectors.queue_counts(request.user),
+        "changes_pending": selectors.pending_change_count(request.user),
+        "can_decide": bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES)),
+        "now": now,
+        "has_agents": bool(agents),
+        "reason_codes": selectors.reason_codes_for(request.user),
+        "bulk_max": services.BULK_MAX,
+        "direct_named": direct[:DIRECT_NAMED],
+        "direct_more": max(0, len(direct) - DIRECT_NAMED),
+        "queue_query": queue_filter_query(request),
+        # Shown on the collapsed filter box, so a filtered queue says so.
+        "filters_active": [str(form[name].label) for name in form.fields if request.GET.get(name)],
+    })
 
 
 # The tags that come with a finding a person reads in the queue row.
@@ -294,7 +266,7 @@ def queue_bulk(request: HtmxHttpRequest) -> HttpResponse:
             return TemplateResponse(request, template_name + "#bulk-results", context)
         return TemplateResponse(request, template_name, context, status=exc.status)
     context.update(result=result, pending_badge=selectors.pending_proposal_count(request.user))
-    return TemplateResponse(request, template_name + ("#bulk-results" if _wants_fragment(request) else ""), context)
+    return page_or_fragment(request, template_name, context, fragments=("bulk-results",))
 
 
 def _safe_query(query: str) -> str:
@@ -336,58 +308,83 @@ def _diff_options(request: HtmxHttpRequest) -> dict[str, bool]:
 
 
 def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
-    agent = proposal.agent
-    file = services.get_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
+    """The proposal page: where it sits in the queue, its review state, the
+    controls this person may use, the diffs and the evidence."""
+    file = services.get_file(agent=proposal.agent, kind=proposal.kind, user_ref=proposal.user_ref)
     current_version = file.version if file else 0
-    counter = tokens.counter_for(agent.token_encoding)
-    can_review = _can_review(request, agent.workspace_id)
-    authors = services.authors_of(proposal)
-    is_author = request.user.pk in authors
-    has_conflicts = diffs.has_conflict_markers(proposal.proposed_content)
-    behind = proposal.is_open and current_version != proposal.base_version
-    current = proposal.status == ProposalStatus.PENDING and not behind
-    options = _diff_options(request)
-    revises = proposal.revises if proposal.revises_id else None
-    query = queue_filter_query(request)
-    before, after = _neighbours(request, proposal)
-    workspace = agent.workspace
-    high_risk_rule = workspace.high_risk_approval if proposal.risk_level == RiskLevel.HIGH else ""
     return {
         "proposal": proposal,
+        "agent": proposal.agent,
+        "current_version": current_version,
+        "file_url": _file_url("file-history", proposal.agent.slug, proposal.kind, proposal.user_ref),
+        **_queue_navigation(request, proposal),
+        **_review_state(request, proposal),
+        **_controls(request, proposal, current_version),
+        **_diff_context(request, proposal),
+        **_evidence(proposal),
+        **_diff_links(request),
+    }
+
+
+def _queue_navigation(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
+    query = queue_filter_query(request)
+    before, after = _neighbours(request, proposal)
+    return {
         "queue_query": query,
         "action_url": _proposal_url(proposal.pk, query),
         "queue_url": reverse("queue") + (f"?{query}" if query else ""),
         "previous_url": _proposal_url(before.pk, query) if before else "",
         "next_url": _proposal_url(after.pk, query) if after else "",
         "next_pk": after.pk if after else None,
+    }
+
+
+def _review_state(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
+    """Timeline, risk, SLA and claim, as this person reads them."""
+    workspace = proposal.agent.workspace
+    return {
         "timeline": selectors.proposal_timeline(proposal),
         "reason_codes": workspace.reason_codes,
         "related": selectors.related_proposals(proposal),
         "risk_tags": [(tag, risk.TAG_LABELS.get(tag, tag)) for tag in proposal.risk_tags or []],
-        "high_risk_rule": high_risk_rule,
+        "high_risk_rule": workspace.high_risk_approval if proposal.risk_level == RiskLevel.HIGH else "",
         "sla": selectors.sla_state(created_at=proposal.created_at, sla_hours=workspace.sla_hours,
                                    now=timezone.now()) if proposal.is_open else "",
         "sla_hours": workspace.sla_hours,
         "claimed_by_other": proposal.claimed_by_id is not None and proposal.claimed_by_id != request.user.pk,
-        "can_claim": can_review and not is_author and proposal.is_open and proposal.claimed_by_id is None,
-        "can_unclaim": proposal.is_open and proposal.claimed_by_id is not None and (
-            proposal.claimed_by_id == request.user.pk or services.is_admin(request.user, agent.workspace_id)),
         "first_approved_by_me": proposal.first_approved_by_id is not None
         and proposal.first_approved_by_id == request.user.pk,
-        "agent": agent,
-        "current_version": current_version,
+        "is_author": request.user.pk in policy.authors_of(proposal),
+    }
+
+
+def _controls(request: HtmxHttpRequest, proposal: Proposal, current_version: int) -> dict[str, object]:
+    """Which controls to show. Each decision control is shown exactly when
+    memoryhub.policy, the rule the service raises, says yes: nobody who wrote
+    a revision sees Approve or Reject; the author may take it back instead."""
+    actor = request.user
+    can_review = _can_review(request, proposal.agent.workspace_id)
+    behind = proposal.is_open and current_version != proposal.base_version
+    return {
         "behind": behind,
         "can_decide": can_review,
-        "is_author": is_author,
-        # Four-eyes, made visible: nobody who wrote a revision sees Approve or
-        # Reject; the proposal's own author may take it back instead.
-        "can_approve": can_review and not is_author and current and not has_conflicts
-        and proposal.first_approved_by_id != request.user.pk,
-        "can_reject": can_review and not is_author and proposal.is_open,
-        "can_withdraw": can_review and proposal.author_user_id == request.user.pk and proposal.is_open,
-        "can_edit": can_review and current,
+        "has_conflicts": diffs.has_conflict_markers(proposal.proposed_content),
+        "can_claim": proposal.claimed_by_id is None and policy.claim_proposal(actor=actor, proposal=proposal) is None,
+        "can_unclaim": policy.unclaim_proposal(actor=actor, proposal=proposal) is None,
+        "can_approve": policy.approve_proposal(actor=actor, proposal=proposal,
+                                               current_version=current_version) is None,
+        "can_reject": policy.reject_proposal(actor=actor, proposal=proposal) is None,
+        "can_withdraw": policy.withdraw_proposal(actor=actor, proposal=proposal) is None,
+        "can_edit": can_review and proposal.status == ProposalStatus.PENDING and not behind,
         "can_rebase": can_review and behind and proposal.source != Source.ROLLBACK,
-        "has_conflicts": has_conflicts,
+    }
+
+
+def _diff_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
+    """The diff against the base version, and against the revised proposal."""
+    options = _diff_options(request)
+    revises = proposal.revises if proposal.revises_id else None
+    return {
         "view": "unified" if options["unified_view"] else "split",
         "whole": options["whole"],
         "left_label": f"Version {proposal.base_version}" if proposal.base_version else "Empty (new file)",
@@ -397,6 +394,13 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
         "revision_diff": diffs.present(revises.proposed_content, proposal.proposed_content, **options)
         if revises else None,
         "stats": diffs.stats(proposal.base_content, proposal.proposed_content),
+    }
+
+
+def _evidence(proposal: Proposal) -> dict[str, object]:
+    """Rationale, scanner and directive findings, personal data, size."""
+    counter = tokens.counter_for(proposal.agent.token_encoding)
+    return {
         "changes": _rationale(proposal),
         "findings": highlight.scanner_findings(proposal.proposed_content),
         "directive_findings": highlight.directive_findings(old=proposal.base_content, new=proposal.proposed_content)
@@ -407,13 +411,11 @@ def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str,
             "chars_after": len(proposal.proposed_content),
             "tokens_before": counter.count(proposal.base_content),
             "tokens_after": counter.count(proposal.proposed_content),
-            "limit": agent.limit_for(proposal.kind),
+            "limit": proposal.agent.limit_for(proposal.kind),
             "limit_kind": "soft" if proposal.kind == FileKind.MEMORY else "hard",
             "estimated": counter.estimated,
             "encoding": counter.describe()["encoding"],
         },
-        "file_url": _file_url("file-history", agent.slug, proposal.kind, proposal.user_ref),
-        **_diff_links(request),
     }
 
 
@@ -462,9 +464,7 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     proposal = _or_404(services.get_proposal_for_user, request.user, pk)
     template_name = "reviews/proposal.html"
     if request.method != "POST":
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"diff"}, "diff"), _proposal_context(request, proposal)
-        ))
+        return page_or_fragment(request, template_name, _proposal_context(request, proposal), fragments=("diff",))
     action = request.POST.get("action", "")
     try:
         done, target = _decide(request, proposal, action)
@@ -553,9 +553,7 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
     template_name = "reviews/file_history.html"
     if request.method != "POST":
         context = _history_context(request, agent, file, user_ref, rows, _int(request.GET.get("rollback")))
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"timeline", "version-diff"}, "timeline"), context
-        ))
+        return page_or_fragment(request, template_name, context, fragments=("timeline", "version-diff"))
     action = request.POST.get("action", "")
     try:
         done, made = _history_action(request, agent, file, user_ref)
@@ -698,13 +696,11 @@ def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> l
     rows = []
     for change in changes:
         pending = change.is_pending
-        mine = change.requested_by_id is not None and change.requested_by_id == request.user.pk
-        role = roles.get(change.workspace_id)
         rows.append(ChangeRow(
             change=change,
             lines=_payload_lines(change),
-            can_decide=services.may_decide(change=change, role=role, user=request.user),
-            can_withdraw=pending and mine,
+            can_decide=policy.approve_change(actor=request.user, change=change, known=roles) is None,
+            can_withdraw=policy.withdraw_change(actor=request.user, change=change) is None,
             file_url=_file_url("file-history", change.agent.slug, change.file_kind, change.user_ref)
             if change.agent and change.file_kind else "",
             would_erase=services.count_lines(services.pending_counts(change)) if pending else [],
@@ -743,10 +739,8 @@ def _change_action(request: HtmxHttpRequest, change: Change, action: str) -> str
 def changes(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "reviews/changes.html"
     if request.method != "POST":
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"pending-changes", "decided-changes"}, "pending-changes"),
-            _changes_context(request),
-        ))
+        return page_or_fragment(request, template_name, _changes_context(request),
+                                fragments=("pending-changes", "decided-changes"))
     change = _or_404(services.get_change_for_user, request.user, request.POST.get("change"))
     action = request.POST.get("action", "")
     try:
@@ -842,10 +836,7 @@ def _direct_write_action(request: HtmxHttpRequest) -> tuple[str, Proposal | None
 def direct_writes(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "reviews/direct_writes.html"
     if request.method != "POST":
-        return _vary(TemplateResponse(
-            request, _fragment(request, template_name, {"direct-writes"}, "direct-writes"),
-            _direct_writes_context(request),
-        ))
+        return page_or_fragment(request, template_name, _direct_writes_context(request), fragments=("direct-writes",))
     try:
         done, rollback = _direct_write_action(request)
     except errors.DomainError as exc:

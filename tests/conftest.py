@@ -67,6 +67,23 @@ def _forget_seed_window(conn: Any) -> None:
             cursor.execute(f"DELETE FROM {immutability.SEED_WINDOW}")
 
 
+@pytest.fixture
+def agent() -> Any:
+    """An agent in a workspace of its own (tests.factories.AgentFactory's
+    defaults). Modules that need another agent define their own."""
+    from tests.factories import AgentFactory
+
+    return AgentFactory()
+
+
+@pytest.fixture
+def fast_passwords(settings: Any) -> None:
+    """MD5 for password hashing: modules that create many staff users (the
+    parity worlds, the demo's users, dozens of sign-ins) would otherwise pay
+    PBKDF2's rounds for each. Use with pytest.mark.usefixtures."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
     """Row ids repeat across rolled-back SQLite tests, so cached contexts and

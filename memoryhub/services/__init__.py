@@ -11,16 +11,16 @@ never in a view, serializer, form, signal or `save()`.
 
 from __future__ import annotations
 
+from memoryhub.actors import SYSTEM, Actor, System, is_system, staff_id, staff_user, username_of
+from memoryhub.policy import authors_of
 from memoryhub.services.access import (
     ADMIN_ROLES,
     READ_ROLES,
     REVIEW_ROLES,
-    SYSTEM,
     can_review,
     get_agent_for_user,
     get_proposal_for_user,
     is_admin,
-    is_system,
     require_admin,
     require_reviewer,
     require_role,
@@ -45,7 +45,6 @@ from memoryhub.services.changes import (
     StaleChange,
     approve_change,
     get_change_for_user,
-    may_decide,
     reject_change,
     request_release,
     visible_changes,
@@ -121,7 +120,6 @@ from memoryhub.services.proposals import (
     BulkItem,
     BulkResult,
     approve_proposal,
-    authors_of,
     claim_proposal,
     clean_reason_code,
     decide_bulk,
@@ -181,7 +179,7 @@ __all__ = [
     "authors_of", "can_review", "check_limit", "check_safe", "compress_warning", "create_agent",
     "deactivate_user", "edit_memory", "end_session", "ensure_staff_user", "ensure_workspace", "file_versions",
     "get_agent_for_user", "get_agent_key", "get_change_for_user", "get_file", "get_proposal_for_user",
-    "get_session", "grant_superuser", "hash_secret", "is_admin", "is_stale", "may_decide",
+    "get_session", "grant_superuser", "hash_secret", "is_admin", "is_stale",
     "is_system", "issue_agent_key",
     "issue_staff_token", "make_diff", "propose_change", "propose_persona_edit", "propose_rollback",
     "read_memory", "rebase_proposal", "record_event", "record_tool_change", "register_tool", "reject_change",
@@ -204,3 +202,4 @@ __all__ += ["BULK_MAX", "BulkItem", "BulkResult", "claim_proposal", "clean_reaso
 __all__ += ["special_categories"]
 __all__ += ["NOTES_DAYS", "NoteView", "SavedNote", "add_note", "end_session_with_note", "recent_notes"]
 __all__ += ["PendingChange", "own_pending_changes"]
+__all__ += ["Actor", "System", "staff_id", "staff_user", "username_of"]

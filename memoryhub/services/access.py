@@ -1,118 +1,88 @@
-"""Who may do what, and scoped lookups.
+"""Role checks for the services, and scoped lookups.
 
-Every service operation names its acting principal and checks it here:
-a staff user's role in the object's workspace, an agent for its own data,
-or SYSTEM for the operator at the shell (management commands) and Celery
-tasks. Objects a staff user touches are fetched through the scoped helpers
-below, so a query that forgets the workspace cannot be written by accident;
-another workspace's object is a 404, not a 403 (its existence is not
-disclosed).
+Every service operation names its acting principal (a
+`memoryhub.actors.Actor`) and checks it: a staff user's role in the
+object's workspace (the rule is `memoryhub.policy.role`; `require_role`
+raises its answer), an agent for its own data, or SYSTEM for the operator
+at the shell (management commands) and Celery tasks. Objects a staff user
+touches are fetched through the scoped helpers below, so a query that
+forgets the workspace cannot be written by accident; another workspace's
+object is a 404, not a 403 (its existence is not disclosed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
-from memoryhub import errors
-from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Role, Workspace
+from memoryhub import errors, policy
+from memoryhub.actors import SYSTEM as SYSTEM  # moved to memoryhub/actors.py; kept importable from here
+from memoryhub.actors import Actor, active_staff_user, staff_user
+from memoryhub.actors import System as System
+from memoryhub.actors import is_system as is_system
+from memoryhub.actors import username_of as username_of
+from memoryhub.models import Agent, Membership, Proposal, ProposalQuerySet, Workspace
 
-REVIEW_ROLES = frozenset({Role.REVIEWER, Role.ADMIN})
-ADMIN_ROLES = frozenset({Role.ADMIN})
-READ_ROLES = frozenset({Role.REVIEWER, Role.ADMIN, Role.AUDITOR})
+# Re-exported: the services and other apps read the role sets from here.
+from memoryhub.policy import ADMIN_ROLES as ADMIN_ROLES
+from memoryhub.policy import READ_ROLES as READ_ROLES
+from memoryhub.policy import REVIEW_ROLES as REVIEW_ROLES
+from memoryhub.policy import refuse
+from memoryhub.policy import role_in as role_in
 
-
-class System:
-    """The operator at the shell or a background task: trusted to act without
-    a workspace role (they could reach the database anyway), and recorded as
-    `system` in the audit log. Never passed by a web or API entry point."""
-
-    is_authenticated = False
-    is_active = True
-    pk = None
-
-    def __repr__(self) -> str:
-        return "SYSTEM"
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
-SYSTEM = System()
+def user_or_none(actor: Actor | None) -> User | None:
+    """The Django user to record for an actor (None for SYSTEM, agents, anonymous)."""
+    return staff_user(actor)
 
 
-def is_system(actor: Any) -> bool:
-    return actor is SYSTEM
+def require_role(*, user: Actor | None, workspace: Workspace | int, roles: Iterable[str], action: str) -> None:
+    """Refuse unless the user holds one of `roles` there (policy.role; SYSTEM does)."""
+    refuse(policy.role(actor=user, workspace=workspace, roles=roles, action=action))
 
 
-def user_or_none(actor: Any) -> Any:
-    """The Django user to record for an actor (None for SYSTEM/anonymous)."""
-    return actor if getattr(actor, "is_authenticated", False) else None
+def require_reviewer(*, user: Actor | None, workspace: Workspace | int, action: str) -> None:
+    require_role(user=user, workspace=workspace, roles=REVIEW_ROLES, action=action)
 
 
-def username_of(actor: Any) -> str:
-    """The name to keep on a row: a later rename must not rewrite it ("" for SYSTEM)."""
-    user = user_or_none(actor)
-    return user.get_username() if user is not None else ""
+def require_admin(*, user: Actor | None, workspace: Workspace | int, action: str) -> None:
+    require_role(user=user, workspace=workspace, roles=ADMIN_ROLES, action=action)
 
 
-def role_in(*, user: Any, workspace: Workspace | int) -> str | None:
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
-        return None
-    workspace_id = workspace if isinstance(workspace, int) else workspace.pk
-    return Membership.objects.filter(user=user, workspace_id=workspace_id).values_list("role", flat=True).first()
-
-
-def require_role(*, user: Any, workspace: Workspace | int, roles: Iterable[str], action: str) -> str:
-    """The user's role if it is one of `roles`; SYSTEM passes as "system"."""
-    if is_system(user):
-        return "system"
-    role = role_in(user=user, workspace=workspace)
-    if role is None or role not in roles:
-        raise errors.PermissionDenied(f"Your role in this workspace does not allow you to {action}.")
-    return role
-
-
-def require_reviewer(*, user: Any, workspace: Workspace | int, action: str) -> str:
-    return require_role(user=user, workspace=workspace, roles=REVIEW_ROLES, action=action)
-
-
-def require_admin(*, user: Any, workspace: Workspace | int, action: str) -> str:
-    return require_role(user=user, workspace=workspace, roles=ADMIN_ROLES, action=action)
-
-
-def require_four_eyes(*, decider: Any, requester_id: int | None, what: str) -> None:
-    if requester_id is not None and getattr(decider, "pk", None) == requester_id:
-        raise errors.FourEyes(f"You made this {what}, so someone else has to decide it (four-eyes rule).")
-
-
-def workspace_ids_for(user: Any, roles: Iterable[str] = READ_ROLES) -> list[int]:
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+def workspace_ids_for(user: Actor | None, roles: Iterable[str] = READ_ROLES) -> list[int]:
+    member = active_staff_user(user)
+    if member is None:
         return []
-    return list(Membership.objects.filter(user=user, role__in=list(roles)).values_list("workspace_id", flat=True))
+    return list(Membership.objects.filter(user=member, role__in=list(roles)).values_list("workspace_id", flat=True))
 
 
-def can_review(user: Any, workspace_id: int) -> bool:
+def can_review(user: Actor | None, workspace_id: int) -> bool:
     return role_in(user=user, workspace=workspace_id) in REVIEW_ROLES
 
 
-def is_admin(user: Any, workspace_id: int) -> bool:
+def is_admin(user: Actor | None, workspace_id: int) -> bool:
     return role_in(user=user, workspace=workspace_id) in ADMIN_ROLES
 
 
 # --- scoped lookups ---------------------------------------------------------------------
 
 
-def visible_agents(user: Any) -> QuerySet[Agent]:
+def visible_agents(user: Actor | None) -> QuerySet[Agent]:
     return Agent.objects.filter(workspace_id__in=workspace_ids_for(user)).select_related("workspace")
 
 
-def visible_proposals(user: Any) -> ProposalQuerySet:
+def visible_proposals(user: Actor | None) -> ProposalQuerySet:
     return Proposal.objects.in_workspaces(workspace_ids_for(user)).select_related(
         "agent__workspace", "author_user", "author_agent", "decided_by"
     )
 
 
-def get_agent_for_user(user: Any, slug: str) -> Agent:
+def get_agent_for_user(user: Actor | None, slug: str) -> Agent:
     agent = visible_agents(user).filter(slug=slug).first()
     if agent is None:
         raise errors.NotFound(f"There is no agent {slug!r} in your workspaces.")
@@ -129,7 +99,7 @@ def _int_id(value: Any, what: str) -> int:
     return number
 
 
-def get_proposal_for_user(user: Any, pk: Any) -> Proposal:
+def get_proposal_for_user(user: Actor | None, pk: Any) -> Proposal:
     proposal = visible_proposals(user).filter(pk=_int_id(pk, "proposal")).first()
     if proposal is None:
         raise errors.NotFound("There is no such proposal in your workspaces.")

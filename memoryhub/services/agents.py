@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import F, Field
 
 from memoryhub import errors
+from memoryhub.actors import Actor, is_system
 from memoryhub.models import (
     Agent,
     Backend,
@@ -41,7 +42,7 @@ from memoryhub.models import (
     Workspace,
     WritePolicy,
 )
-from memoryhub.services.access import is_system, require_admin
+from memoryhub.services.access import require_admin
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import PII_POLICIES
 from memoryhub.tokens import ENCODING_NAMES
@@ -60,16 +61,16 @@ DESCRIPTION_MAX = 2000
 def _check_slug(value: Any, *, what: str) -> str:
     if not isinstance(value, str):
         raise errors.Invalid(f"A {what} slug must be text.", field="slug")
-    value = value.strip()
+    slug: str = value.strip()
     try:
-        validate_slug(value)
+        validate_slug(slug)
     except ValidationError as exc:
         raise errors.Invalid(
-            f"{value!r} is not a valid {what} slug: use letters, numbers, hyphens and underscores.", field="slug"
+            f"{slug!r} is not a valid {what} slug: use letters, numbers, hyphens and underscores.", field="slug"
         ) from exc
-    if len(value) > 64:
-        raise errors.Invalid(f"A {what} slug has at most 64 characters; {value!r} has {len(value)}.", field="slug")
-    return value
+    if len(slug) > 64:
+        raise errors.Invalid(f"A {what} slug has at most 64 characters; {slug!r} has {len(slug)}.", field="slug")
+    return slug
 
 
 # --- setting specs ---------------------------------------------------------------------------
@@ -101,10 +102,10 @@ def _text(label: str, max_length: int, required: bool = False) -> Callable[[Any,
     def clean(value: Any, field: str) -> str:
         if not isinstance(value, str) or len(value) > max_length or "\x00" in value:
             raise errors.Invalid(f"{label} must be text of at most {max_length:,} characters.", field=field)
-        value = value.strip()
-        if required and not value:
+        text: str = value.strip()
+        if required and not text:
             raise errors.Invalid(f"{label} is required.", field=field)
-        return value
+        return text
     return clean
 
 
@@ -278,7 +279,7 @@ def weakening(specs: dict[str, Setting], before: dict[str, Any], wanted: dict[st
 # --- workspaces ---------------------------------------------------------------------------
 
 
-def ensure_workspace(*, slug: str, name: str = "", actor_user: Any = None) -> tuple[Workspace, bool]:
+def ensure_workspace(*, slug: str, name: str = "", actor_user: Actor | None = None) -> tuple[Workspace, bool]:
     """The workspace with this slug, created (with an audit event) if missing.
     An existing workspace keeps its name. Shell and Django-admin only."""
     slug = _check_slug(slug, what="workspace")
@@ -317,7 +318,7 @@ def create_agent(
     *,
     workspace: Workspace,
     slug: Any,
-    actor: Any,
+    actor: Actor,
     name: Any = "",
     description: Any = "",
     strategy: Any = Strategy.HYBRID_V2,
@@ -394,7 +395,7 @@ class NeedsRequester(errors.FourEyes):
     be applied alone, or become a change anyone could approve."""
 
 
-def _refuse_shell_weakening(actor: Any, weaker: list[str]) -> None:
+def _refuse_shell_weakening(actor: Actor, weaker: list[str]) -> None:
     if is_system(actor):
         raise NeedsRequester(
             f"Loosening {', '.join(weaker)} takes two admins: one requests it, another approves it. The operator "
@@ -403,7 +404,7 @@ def _refuse_shell_weakening(actor: Any, weaker: list[str]) -> None:
         )
 
 
-def update_agent(*, agent: Agent, settings: Any, actor: Any, reason: Any = "") -> SettingsUpdate:
+def update_agent(*, agent: Agent, settings: Any, actor: Actor, reason: Any = "") -> SettingsUpdate:
     """Change some of an agent's settings. A request that weakens the gate
     becomes one pending change (all its fields, decided together); otherwise
     the fields apply at once. SYSTEM is refused a weakening (NeedsRequester).
@@ -434,7 +435,7 @@ def update_agent(*, agent: Agent, settings: Any, actor: Any, reason: Any = "") -
     return SettingsUpdate(applied=list(wanted))
 
 
-def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Any, before: dict[str, Any],
+def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Actor, before: dict[str, Any],
                          change: Change | None = None) -> None:
     """Set validated fields on a locked agent, with its audit event."""
     for field, value in wanted.items():
@@ -454,7 +455,7 @@ def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Any, be
     )
 
 
-def update_workspace(*, workspace: Workspace, settings: Any, actor: Any, reason: Any = "") -> SettingsUpdate:
+def update_workspace(*, workspace: Workspace, settings: Any, actor: Actor, reason: Any = "") -> SettingsUpdate:
     """Workspace settings, governed like an agent's."""
     from memoryhub.services.changes import request_change
 
@@ -481,7 +482,7 @@ def update_workspace(*, workspace: Workspace, settings: Any, actor: Any, reason:
     return SettingsUpdate(applied=list(wanted))
 
 
-def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, Any], actor: Any, before: dict[str, Any],
+def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, Any], actor: Actor, before: dict[str, Any],
                              change: Change | None = None) -> None:
     for field, value in wanted.items():
         setattr(workspace, field, value)

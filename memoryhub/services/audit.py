@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memoryhub.actors import Actor
 from memoryhub.models import Agent, AuditEvent, Workspace
 from memoryhub.services.access import user_or_none
 
@@ -33,7 +34,7 @@ def record_event(
     action: str,
     agent: Agent | None = None,
     workspace: Workspace | None = None,
-    actor_user: Any = None,
+    actor_user: Actor | None = None,
     actor_agent: Agent | None = None,
     user_ref: str = "",
     target: Any = None,

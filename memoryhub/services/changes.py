@@ -14,16 +14,15 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors
+from memoryhub import errors, policy
+from memoryhub.actors import Actor, username_of
 from memoryhub.models import Agent, Change, ChangeKind, ChangeQuerySet, ChangeStatus, Workspace
+from memoryhub.policy import refuse
 from memoryhub.services.access import (
-    ADMIN_ROLES,
     REVIEW_ROLES,
     _int_id,
-    require_four_eyes,
     require_role,
     user_or_none,
-    username_of,
     workspace_ids_for,
 )
 from memoryhub.services.audit import record_event
@@ -32,23 +31,6 @@ from memoryhub.services.memory import lock_file, release_file
 
 REASON_MAX = 1000
 COMMENT_MAX = 2000
-# Who may decide each kind. A release puts reviewed content back: any
-# reviewer may decide it; policy and erasure are admin decisions.
-DECIDERS = {
-    ChangeKind.AGENT_SETTINGS: ADMIN_ROLES,
-    ChangeKind.WORKSPACE_SETTINGS: ADMIN_ROLES,
-    ChangeKind.RELEASE: REVIEW_ROLES,
-    ChangeKind.ERASURE: ADMIN_ROLES,
-}
-
-
-def may_decide(*, change: Change, role: str | None, user: Any) -> bool:
-    """Whether a user with `role` in the change's workspace may approve or
-    reject it: the right role, and not the requester (four-eyes)."""
-    mine = change.requested_by_id is not None and change.requested_by_id == getattr(user, "pk", None)
-    return change.is_pending and not mine and role in DECIDERS[ChangeKind(change.kind)]
-
-
 class StaleChange(errors.DomainError):
     code = "stale_change"
     status = 409
@@ -58,7 +40,7 @@ def request_change(
     *,
     workspace: Workspace,
     kind: str,
-    actor: Any,
+    actor: Actor,
     payload: dict[str, Any],
     summary: str,
     reason: Any = "",
@@ -89,7 +71,7 @@ def request_change(
     return change
 
 
-def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Any, reason: Any) -> Change:
+def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any) -> Change:
     """Ask to serve a withheld file again: a change another reviewer approves."""
     kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
     require_role(user=actor, workspace=agent.workspace_id, roles=REVIEW_ROLES, action="release withheld files")
@@ -114,13 +96,13 @@ def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, act
 # --- lookups --------------------------------------------------------------------------------
 
 
-def visible_changes(user: Any) -> ChangeQuerySet:
+def visible_changes(user: Actor | None) -> ChangeQuerySet:
     return Change.objects.in_workspaces(workspace_ids_for(user)).select_related(
         "workspace", "agent", "requested_by", "decided_by"
     )
 
 
-def get_change_for_user(user: Any, pk: Any) -> Change:
+def get_change_for_user(user: Actor | None, pk: Any) -> Change:
     change = visible_changes(user).filter(pk=_int_id(pk, "change")).first()
     if change is None:
         raise errors.NotFound("There is no such change in your workspaces.")
@@ -140,7 +122,7 @@ def _lock(change_id: Any) -> Change:
     return change
 
 
-def _decide(change: Change, *, status: str, actor: Any, comment: str, result: dict[str, Any] | None = None) -> None:
+def _decide(change: Change, *, status: str, actor: Actor, comment: str, result: dict[str, Any] | None = None) -> None:
     change.status = status
     change.decided_by = user_or_none(actor)
     change.decided_by_username = username_of(actor)
@@ -151,16 +133,12 @@ def _decide(change: Change, *, status: str, actor: Any, comment: str, result: di
                                "result", "payload", "user_ref", "reason"])
 
 
-def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
+def approve_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change:
     """Apply a pending change, decided by someone other than its requester."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         change = _lock(change_id)
-        require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
-                     action=f"approve {change.get_kind_display().lower()} changes")
-        require_four_eyes(decider=actor, requester_id=change.requested_by_id, what="change")
-        if not change.is_pending:
-            raise errors.NotPending(f"This change is already {change.status}; there is nothing to approve.")
+        refuse(policy.approve_change(actor=actor, change=change))
         if change.kind == ChangeKind.ERASURE:
             from memoryhub.services.erasure import scrubbed
 
@@ -181,7 +159,7 @@ def approve_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
     return change
 
 
-def _apply(change: Change, *, actor: Any) -> dict[str, Any]:
+def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
     from memoryhub.services.agents import (
         AGENT_SETTINGS,
         WORKSPACE_SETTINGS,
@@ -247,17 +225,12 @@ def _event_user_ref(change: Change) -> str:
     return change.user_ref
 
 
-def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
+def reject_change(*, change_id: Any, actor: Actor, comment: Any) -> Change:
     comment = validate_text(comment, field="comment", label="A comment saying why you reject this change",
                             max_length=COMMENT_MAX, required=True)
     with transaction.atomic():
         change = _lock(change_id)
-        require_role(user=actor, workspace=change.workspace_id, roles=DECIDERS[ChangeKind(change.kind)],
-                     action=f"reject {change.get_kind_display().lower()} changes")
-        if change.requested_by_id is not None and change.requested_by_id == getattr(actor, "pk", None):
-            raise errors.FourEyes("You requested this change; withdraw it instead of rejecting it.")
-        if not change.is_pending:
-            raise errors.NotPending(f"This change is already {change.status}; there is nothing to reject.")
+        refuse(policy.reject_change(actor=actor, change=change))
         _decide(change, status=ChangeStatus.REJECTED, actor=actor, comment=comment)
         record_event(
             action="change.reject", workspace=change.workspace, agent=change.agent, actor_user=actor,
@@ -267,14 +240,11 @@ def reject_change(*, change_id: Any, actor: Any, comment: Any) -> Change:
     return change
 
 
-def withdraw_change(*, change_id: Any, actor: Any, comment: Any = "") -> Change:
+def withdraw_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change:
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         change = _lock(change_id)
-        if change.requested_by_id is None or change.requested_by_id != getattr(actor, "pk", None):
-            raise errors.PermissionDenied("Only the person who requested a change can withdraw it.")
-        if not change.is_pending:
-            raise errors.NotPending(f"This change is already {change.status}; there is nothing to withdraw.")
+        refuse(policy.withdraw_change(actor=actor, change=change))
         _decide(change, status=ChangeStatus.WITHDRAWN, actor=actor, comment=comment)
         record_event(
             action="change.withdraw", workspace=change.workspace, agent=change.agent, actor_user=actor,

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors
+from memoryhub.actors import Actor, StaffUser
 from memoryhub.models import Agent, ApiKey, StaffToken
 from memoryhub.services.access import require_admin, user_or_none
 from memoryhub.services.audit import record_event
@@ -38,7 +39,7 @@ def _key_name(name: Any) -> str:
     return name.strip()
 
 
-def issue_agent_key(*, agent: Agent, actor: Any, name: Any = "") -> tuple[ApiKey, str]:
+def issue_agent_key(*, agent: Agent, actor: Actor, name: Any = "") -> tuple[ApiKey, str]:
     """Create a key and return it with its raw value, which is never stored."""
     require_admin(user=actor, workspace=agent.workspace_id, action="issue API keys")
     name = _key_name(name)
@@ -58,7 +59,7 @@ def get_agent_key(*, agent: Agent, key_id: Any) -> ApiKey:
         raise errors.NotFound("This agent has no such key.") from exc
 
 
-def revoke_agent_key(*, key: ApiKey, actor: Any) -> ApiKey:
+def revoke_agent_key(*, key: ApiKey, actor: Actor) -> ApiKey:
     require_admin(user=actor, workspace=key.agent.workspace_id, action="revoke API keys")
     with transaction.atomic():
         if ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
@@ -68,7 +69,7 @@ def revoke_agent_key(*, key: ApiKey, actor: Any) -> ApiKey:
     return key
 
 
-def issue_staff_token(*, user: Any, name: Any = "") -> tuple[StaffToken, str]:
+def issue_staff_token(*, user: StaffUser, name: Any = "") -> tuple[StaffToken, str]:
     """A personal token for the user themselves (issued at the shell)."""
     name = _key_name(name)
     prefix, raw = _new_secret(STAFF_TOKEN_PREFIX)
@@ -78,7 +79,7 @@ def issue_staff_token(*, user: Any, name: Any = "") -> tuple[StaffToken, str]:
     return token, raw
 
 
-def revoke_staff_token(*, token: StaffToken, user: Any = None) -> StaffToken:
+def revoke_staff_token(*, token: StaffToken, user: Actor | None = None) -> StaffToken:
     with transaction.atomic():
         if StaffToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
             record_event(

@@ -52,6 +52,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import context, errors
+from memoryhub.actors import Actor, username_of
 from memoryhub.models import (
     OPEN_STATUSES,
     Change,
@@ -147,7 +148,7 @@ def _nothing(workspace: Workspace, user_ref: str, *, pending: bool = False) -> N
         counts=preview_erasure(workspace=workspace, user_ref=user_ref))
 
 
-def request_erasure(*, actor: Any, user_ref: Any, reason: Any, workspace: Workspace | str | None = None) -> Change:
+def request_erasure(*, actor: Actor, user_ref: Any, reason: Any, workspace: Workspace | str | None = None) -> Change:
     """Ask to erase end user U of the workspace: a pending change a second
     admin approves (API.md: POST /api/v1/subjects/U/erasure). What it would
     erase is counted now and kept in the change (`payload.counts`); a
@@ -187,7 +188,7 @@ def scrubbed(*, change: Change, text: str) -> str:
     return scope.tombstone if text and scope.names(text, short=True) else text
 
 
-def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
+def erase_subject(*, change: Change, actor: Actor) -> dict[str, Any]:
     """Apply an approved erasure change (called by services.changes inside
     its transaction, after the role and four-eyes checks)."""
     workspace = change.workspace
@@ -222,7 +223,7 @@ def erase_subject(*, change: Change, actor: Any) -> dict[str, Any]:
         counts["proposals_withdrawn"] += 1
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = user_or_none(actor)
-        proposal.decided_by_username = actor.get_username() if user_or_none(actor) else ""
+        proposal.decided_by_username = username_of(actor)
         proposal.decided_at = now
         proposal.decision_comment = f"Withdrawn: the user was erased ({by})."
         proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at",

@@ -22,10 +22,10 @@ def validate_user_ref(user_ref: Any) -> str:
     keyboards (composed or decomposed) is one user, not two."""
     if not isinstance(user_ref, str):
         raise errors.Invalid("The user reference must be text.", field="user")
-    user_ref = unicodedata.normalize("NFC", user_ref)
-    if not (1 <= len(user_ref) <= USER_REF_MAX) or not user_ref.isprintable():
+    normal = unicodedata.normalize("NFC", user_ref)
+    if not (1 <= len(normal) <= USER_REF_MAX) or not normal.isprintable():
         raise errors.Invalid("The user reference must be 1–255 printable characters.", field="user")
-    return user_ref
+    return normal
 
 
 def validate_target(*, kind: str, user_ref: str | None) -> tuple[str, str]:
@@ -65,13 +65,13 @@ def validate_text(value: Any, *, field: str, label: str, max_length: int, requir
         value = ""
     if not isinstance(value, str):
         raise errors.Invalid(f"{label} must be text.", field=field)
-    value = validate_content(value, field=field).strip()
-    if required and not value:
+    text = validate_content(value, field=field).strip()
+    if required and not text:
         raise errors.Invalid(f"{label} is required.", field=field)
-    if len(value) > max_length:
-        raise errors.Invalid(f"{label} has at most {max_length:,} characters; this one has {len(value):,}.",
+    if len(text) > max_length:
+        raise errors.Invalid(f"{label} has at most {max_length:,} characters; this one has {len(text):,}.",
                              field=field)
-    return value
+    return text
 
 
 def check_limit(*, agent: Agent, kind: str, content: str) -> str | None:

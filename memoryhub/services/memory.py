@@ -18,13 +18,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memoryhub import errors
+from memoryhub.actors import Actor
 from memoryhub.models import Agent, MemoryFile, Proposal, ProposalStatus, Source, WritePolicy, limit_kind_of, scope_of
+from memoryhub.services._write import screen
 from memoryhub.services.access import require_reviewer, user_or_none
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
-    check_limit,
-    check_pii,
-    check_safe,
     validate_content,
     validate_target,
     validate_text,
@@ -164,7 +163,7 @@ def apply_version(
     content: str,
     source: str,
     reason: str,
-    actor_user: Any = None,
+    actor_user: Actor | None = None,
     actor_agent: Agent | None = None,
     approved_by: Any = None,
     proposal: Proposal | None = None,
@@ -292,9 +291,8 @@ def _edit_locked(
         content = build(file)
         if content is None:
             content = old
-        warning = check_limit(agent=agent, kind=kind, content=content)
-        check_safe(content)
-        pii = check_pii(agent=agent, content=content)
+        screened = screen(agent=agent, kind=kind, content=content)
+        warning, pii = screened.warning, screened.pii
         if old == content:
             # A write that changes nothing would still cost a history row or
             # a reviewer's time on an empty diff.
@@ -314,17 +312,14 @@ def _edit_locked(
                                    proposal=same, duplicate=True)
             proposal = create_proposal(
                 agent=agent,
-                kind=kind,
                 user_ref=user_ref,
-                content=content,
+                screened=screened,
                 base_content=old,
                 base_version=current,
                 source=Source.AGENT,
                 reason=reason,
                 rationale=[{"kind": "edit", "summary": f"Agent {did}", "reason": reason, "evidence": []}],
                 author_agent=agent,
-                scanned=True,
-                pii=pii,
             )
             return WriteResult(applied=False, version=current, chars=len(content), warning=warning, proposal=proposal)
         file = apply_version(
@@ -355,7 +350,7 @@ def _edit_locked(
 
 
 def withhold_file(
-    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Any, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any
 ) -> MemoryFile:
     """One reviewer takes a file's current version out of service at once:
     fresh contexts, the memory read tool and every open session's frozen

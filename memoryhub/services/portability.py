@@ -28,8 +28,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors, jsonstream
+from memoryhub.actors import Actor, is_system
 from memoryhub.models import Agent, AuditEvent, MemoryFile, Source, Workspace
-from memoryhub.services.access import is_system, require_admin, user_or_none
+from memoryhub.services.access import require_admin, user_or_none
 from memoryhub.services.agents import AGENT_SETTINGS, create_agent, ensure_workspace
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target
@@ -99,7 +100,7 @@ def _settings_of(agent: Agent) -> dict[str, Any]:
     return {field: getattr(agent, field) for field in AGENT_SETTINGS if field not in ("name", "description")}
 
 
-def export_agent(*, agent: Agent, actor: Any, users: str = USERS_NONE) -> Iterator[str]:
+def export_agent(*, agent: Agent, actor: Actor, users: str = USERS_NONE) -> Iterator[str]:
     """The agent as a JSON document, in pieces (its files' history is read
     as it is written). Admins of the agent's workspace, or the shell."""
     if users not in USERS_CHOICES:
@@ -218,7 +219,7 @@ def read_document(document: Any) -> dict[str, Any]:
     }
 
 
-def _target_workspace(*, actor: Any, workspace: Workspace | str | None, fallback: str) -> Workspace:
+def _target_workspace(*, actor: Actor, workspace: Workspace | str | None, fallback: str) -> Workspace:
     if isinstance(workspace, Workspace):
         return workspace
     slug = workspace or fallback
@@ -230,7 +231,7 @@ def _target_workspace(*, actor: Any, workspace: Workspace | str | None, fallback
     return found
 
 
-def import_agent(*, document: Any, actor: Any, workspace: Workspace | str | None = None,
+def import_agent(*, document: Any, actor: Actor, workspace: Workspace | str | None = None,
                  slug: str | None = None) -> Agent:
     """A new agent from an agent file, in `workspace` (default: the one it
     came from, created at the shell if missing) under `slug` (default: its
@@ -261,7 +262,7 @@ def import_agent(*, document: Any, actor: Any, workspace: Workspace | str | None
     return agent
 
 
-def _write_files(*, agent: Agent, files: list[dict[str, Any]], actor: Any) -> list[dict[str, Any]]:
+def _write_files(*, agent: Agent, files: list[dict[str, Any]], actor: Actor) -> list[dict[str, Any]]:
     """Write every version through the memory service, in order; returns the
     provenance of each written version for the import's audit event."""
     provenance: list[dict[str, Any]] = []

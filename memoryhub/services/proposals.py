@@ -17,7 +17,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors, merge, risk, scanner
+from memoryhub import errors, merge, policy, risk, scanner
+from memoryhub.actors import Actor, is_system
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -29,23 +30,19 @@ from memoryhub.models import (
     Source,
     Workspace,
 )
+from memoryhub.policy import refuse
 from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
+from memoryhub.services._write import Screened, screen
 from memoryhub.services.access import (
-    ADMIN_ROLES,
     REVIEW_ROLES,
-    is_system,
     require_admin,
     require_reviewer,
     require_role,
-    role_in,
     user_or_none,
     visible_proposals,
 )
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
-    check_limit,
-    check_pii,
-    check_safe,
     validate_content,
     validate_target,
     validate_text,
@@ -57,36 +54,26 @@ REASON_MAX = 1000
 # A batch is read as a list before it is sent: beyond this nobody has.
 BULK_MAX = 50
 BULK_ACTIONS = ("approve", "reject")
-# A revision chain longer than this is a bug, not a review.
-_MAX_REVISIONS = 100
-
 
 def create_proposal(
     *,
     agent: Agent,
-    kind: str,
     user_ref: str,
-    content: str,
+    screened: Screened,
     base_content: str,
     base_version: int,
     source: str,
     reason: str,
     rationale: list[dict[str, Any]],
-    author_user: Any = None,
+    author_user: Actor | None = None,
     author_agent: Agent | None = None,
     revises: Proposal | None = None,
     rollback_to: int | None = None,
-    scanned: bool = False,
-    pii: list[dict[str, str]] | None = None,
 ) -> Proposal:
-    """Insert a pending proposal (the caller validated it and holds the file
-    lock). `scanned` says the caller already ran the scanner on `content`,
-    `pii` what the workspace's personal-data policy found in it."""
-    if not scanned:
-        check_safe(content)
-    if pii is None:
-        pii = check_pii(agent=agent, content=content)
-    pii = with_special_categories(pii, content)
+    """Insert a pending proposal of content that passed the write checks
+    (services._write.screen), under the file lock the caller holds."""
+    kind, content = screened.kind, screened.content
+    pii = with_special_categories(screened.pii, content)
     tags = risk.tags_for(kind=kind, old=base_content, new=content, pii=pii)
     proposal = Proposal.objects.create(
         agent=agent,
@@ -165,7 +152,7 @@ def _check_personal_data(proposal: Proposal, acknowledged: bool) -> list[str]:
     return categories
 
 
-def _username(user: Any) -> str:
+def _username(user: Actor | None) -> str:
     """The name to keep on the row: a later rename must not rewrite it."""
     user = user_or_none(user)
     return user.get_username() if user is not None else ""
@@ -180,7 +167,7 @@ def propose_change(
     source: str,
     reason: str = "",
     rationale: list[dict[str, Any]] | None = None,
-    author_user: Any = None,
+    author_user: Actor | None = None,
     author_agent: Agent | None = None,
     base_version: int | None = None,
     revises: Proposal | None = None,
@@ -194,8 +181,8 @@ def propose_change(
     if author_user is not None:
         require_role(user=author_user, workspace=agent.workspace_id, roles=REVIEW_ROLES,
                      action="propose memory changes")
-    check_limit(agent=agent, kind=kind, content=content)
-    check_safe(content)
+    # Before the lock: the proposed content does not depend on the file.
+    screened = screen(agent=agent, kind=kind, content=content)
     with transaction.atomic():
         file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
         current = file.version if file else 0
@@ -208,9 +195,8 @@ def propose_change(
             raise errors.Invalid(f"The proposed content is identical to the current {kind}; nothing to review.")
         return create_proposal(
             agent=agent,
-            kind=kind,
             user_ref=user_ref,
-            content=content,
+            screened=screened,
             base_content=file.content if file else "",
             base_version=current,
             source=source,
@@ -219,11 +205,10 @@ def propose_change(
             author_user=author_user,
             author_agent=author_agent,
             revises=revises,
-            scanned=True,
         )
 
 
-def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Any) -> Proposal:
+def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Actor) -> Proposal:
     """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
     proposal that another reviewer approves (four-eyes lives in approve)."""
     require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
@@ -238,7 +223,7 @@ def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, 
 
 
 def propose_rollback(
-    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: Any, actor: Any, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: Any, actor: Actor, reason: Any
 ) -> Proposal:
     """Serving an earlier version again is a proposal (source `rollback`)
     that another reviewer approves; approving it creates a new version with
@@ -268,13 +253,11 @@ def propose_rollback(
                 "withhold the file instead if it must not be served.", field="version"
             )
         # The old content meets today's limits and today's scanner, or it stays history.
-        check_limit(agent=agent, kind=kind, content=old.content)
-        check_safe(old.content)
+        screened = screen(agent=agent, kind=kind, content=old.content)
         return create_proposal(
             agent=agent,
-            kind=kind,
             user_ref=user_ref,
-            content=old.content,
+            screened=screened,
             base_content=file.content,
             base_version=file.version,
             source=Source.ROLLBACK,
@@ -283,7 +266,6 @@ def propose_rollback(
                         "reason": reason, "evidence": []}],
             author_user=actor,
             rollback_to=to_version,
-            scanned=True,
         )
 
 
@@ -319,33 +301,11 @@ def _lock_file_then_proposal(proposal_id: Any) -> Proposal:
     return _lock_proposal(proposal_id)
 
 
-def authors_of(proposal: Proposal) -> set[int]:
-    """Every staff user who wrote a revision of this proposal (an edit's
-    author and the author of what it edits): none of them may approve it."""
-    authors: set[int] = set()
-    current: Proposal | None = proposal
-    for _ in range(_MAX_REVISIONS):
-        if current is None:
-            break
-        if current.author_user_id is not None:
-            authors.add(current.author_user_id)
-        current = current.revises if current.revises_id else None
-    return authors
+def check_decider(*, proposal: Proposal, reviewer: Actor, action: str) -> None:
+    refuse(policy.decide_proposal(actor=reviewer, proposal=proposal, action=action))
 
 
-def check_decider(*, proposal: Proposal, reviewer: Any, action: str) -> None:
-    require_reviewer(user=reviewer, workspace=proposal.agent.workspace_id, action=action)
-    if getattr(reviewer, "pk", None) in authors_of(proposal):
-        raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else has to decide it "
-                              "(four-eyes rule).")
-
-
-def stale_error(*, current_version: int) -> errors.StaleProposal:
-    return errors.StaleProposal(
-        "The file changed after this proposal was made, so approving it would overwrite that change. "
-        "Rebase the proposal onto the current version or reject it.",
-        current_version=current_version,
-    )
+stale_error = policy.stale_proposal
 
 
 def current_version_of(proposal: Proposal) -> int:
@@ -381,7 +341,7 @@ def _check_batchable(proposal: Proposal, batch: str | None) -> None:
         )
 
 
-def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reason_code: Any = "",
+def approve_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any = "", reason_code: Any = "",
                      batch: str | None = None, acknowledge_personal_data: bool = False) -> Proposal:
     """Apply a pending proposal as a new version, in one transaction, only if
     the file is still at the proposal's base version; otherwise mark it stale
@@ -400,13 +360,8 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reas
         code = clean_reason_code(workspace=proposal.agent.workspace, code=reason_code)
         if proposal.status == ProposalStatus.STALE:
             stale = stale_error(current_version=current_version_of(proposal))
-        elif not proposal.is_pending:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to approve.")
-        elif merge.has_conflict_markers(proposal.proposed_content):
-            raise errors.Conflict(
-                "This proposal still contains merge-conflict blocks. Edit it to resolve them before it can be "
-                "approved; conflict markers must never reach an agent."
-            )
+        elif refusal := policy.approvable(proposal=proposal):
+            raise refusal
         else:
             _check_batchable(proposal, batch)
             applied = _apply_proposal(proposal=proposal, reviewer=reviewer, comment=comment, reason_code=code,
@@ -418,32 +373,20 @@ def approve_proposal(*, proposal_id: Any, reviewer: Any, comment: Any = "", reas
     raise stale
 
 
-def _high_risk_rule(*, proposal: Proposal, reviewer: Any) -> str:
+def _high_risk_rule(*, proposal: Proposal, reviewer: Actor) -> str:
     """The workspace's rule for this proposal, after checking the reviewer
     may act under it: "" (any reviewer approves), or "first" when this
     approval is the first of two."""
+    refuse(policy.high_risk_approval(actor=reviewer, proposal=proposal))
     if proposal.risk_level != RiskLevel.HIGH or is_system(reviewer):
         return ""
-    rule = proposal.agent.workspace.high_risk_approval
-    tags = ", ".join(risk.TAG_LABELS.get(t, t) for t in proposal.risk_tags if t in risk.HIGH)
-    if rule == HighRiskApproval.ADMIN:
-        if role_in(user=reviewer, workspace=proposal.agent.workspace_id) not in ADMIN_ROLES:
-            raise errors.HighRisk(
-                f"This proposal is high risk ({tags}); in workspace {proposal.agent.workspace.slug} only an admin "
-                "approves it."
-            )
-        return ""
-    if rule == HighRiskApproval.TWO_APPROVALS:
-        if proposal.first_approved_by_id is None:
-            return "first"
-        if proposal.first_approved_by_id == getattr(reviewer, "pk", None):
-            raise errors.FourEyes(
-                "You gave this high-risk proposal its first approval; a second, different reviewer serves it."
-            )
+    if (proposal.agent.workspace.high_risk_approval == HighRiskApproval.TWO_APPROVALS
+            and proposal.first_approved_by_id is None):
+        return "first"
     return ""
 
 
-def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_code: str = "",
+def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason_code: str = "",
                     batch: str | None = None, acknowledge: bool = False) -> errors.StaleProposal | None:
     agent = proposal.agent
     file = lock_file(agent=agent, kind=proposal.kind, user_ref=proposal.user_ref)
@@ -461,16 +404,14 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
         )
         return stale_error(current_version=current)
     # Rules may have tightened since the proposal was made.
-    check_limit(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
-    check_safe(proposal.proposed_content)
-    check_pii(agent=agent, content=proposal.proposed_content)
+    screen(agent=agent, kind=proposal.kind, content=proposal.proposed_content)
     # After the policy: content the workspace refuses is refused, whatever
     # the reviewer acknowledges.
     acknowledged = _check_personal_data(proposal, acknowledge)
     batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
                                      **({"personal_data_acknowledged": acknowledged} if acknowledged else {})}
     if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
-        proposal.first_approved_by = reviewer
+        proposal.first_approved_by = user_or_none(reviewer)
         proposal.first_approved_by_username = _username(reviewer)
         proposal.first_approved_at = timezone.now()
         proposal.save(update_fields=["first_approved_by", "first_approved_by_username", "first_approved_at"])
@@ -512,7 +453,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
         proposal=proposal,
     )
     proposal.status = ProposalStatus.APPROVED
-    proposal.decided_by = reviewer
+    proposal.decided_by = user_or_none(reviewer)
     proposal.decided_by_username = _username(reviewer)
     proposal.decided_at = timezone.now()
     proposal.decision_comment = comment
@@ -543,7 +484,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Any, comment: str, reason_c
     return None
 
 
-def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any, reason_code: Any = "",
+def reject_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any, reason_code: Any = "",
                     batch: str | None = None) -> Proposal:
     """Nothing served changes. A rejection says why: a comment, a reason
     code, or both."""
@@ -554,11 +495,10 @@ def reject_proposal(*, proposal_id: Any, reviewer: Any, comment: Any, reason_cod
         proposal = _lock_proposal(proposal_id)
         check_decider(proposal=proposal, reviewer=reviewer, action="reject proposals")
         code = clean_reason_code(workspace=proposal.agent.workspace, code=reason_code)
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to reject.")
+        refuse(policy.rejectable(proposal=proposal))
         _check_batchable(proposal, batch)
         proposal.status = ProposalStatus.REJECTED
-        proposal.decided_by = reviewer
+        proposal.decided_by = user_or_none(reviewer)
         proposal.decided_by_username = _username(reviewer)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
@@ -637,7 +577,7 @@ def _bulk_ids(ids: Any) -> list[int]:
     return cleaned
 
 
-def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Any, comment: Any = "") -> BulkResult:
+def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Actor, comment: Any = "") -> BulkResult:
     """Approve or reject up to BULK_MAX proposals with one reason code. Each
     goes through approve_proposal / reject_proposal, so every rule of the
     single decision holds per item (own, stale, conflicted, role, high
@@ -696,28 +636,17 @@ def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Any, comment:
 # --- claims ---------------------------------------------------------------------------------
 
 
-def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
+def claim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     """Say "I am reviewing this". Advisory: others see the claim and are
     warned, but may still decide the proposal (a lock would leave it stuck
     when the claimer is away). A claim is not taken over silently: the
     claimer or an admin releases it first."""
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
-        require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="claim proposals")
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to claim.")
-        if getattr(actor, "pk", None) in authors_of(proposal):
-            raise errors.FourEyes("You wrote this proposal (or a revision of it), so someone else reviews it "
-                                  "(four-eyes rule); it cannot be yours to claim.")
-        if proposal.claimed_by_id == getattr(actor, "pk", None):
-            return proposal
+        refuse(policy.claim_proposal(actor=actor, proposal=proposal))
         if proposal.claimed_by_id is not None:
-            raise errors.Claimed(
-                f"This proposal is claimed already: {proposal.claimer_name} holds the claim; they or an admin "
-                "release it first.",
-                claimed_by=proposal.claimer_name,
-            )
-        proposal.claimed_by = actor
+            return proposal  # the actor's own claim already
+        proposal.claimed_by = user_or_none(actor)
         proposal.claimed_by_username = _username(actor)
         proposal.claimed_at = timezone.now()
         proposal.save(update_fields=["claimed_by", "claimed_by_username", "claimed_at"])
@@ -726,19 +655,12 @@ def claim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
     return proposal
 
 
-def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
+def unclaim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     """Release a claim: the claimer's own, or anyone's for an admin."""
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
-        role = require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="release claims")
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is no claim to release.")
-        if proposal.claimed_by_id is None:
-            raise errors.Invalid("This proposal is not claimed.")
+        refuse(policy.unclaim_proposal(actor=actor, proposal=proposal))
         holder = proposal.claimer_name
-        if proposal.claimed_by_id != getattr(actor, "pk", None) and role not in (*ADMIN_ROLES, "system"):
-            raise errors.PermissionDenied(f"This proposal is claimed by someone else: only {holder} or an admin "
-                                          "releases the claim.")
         proposal.claimed_by = None
         proposal.claimed_by_username = ""
         proposal.claimed_at = None
@@ -749,19 +671,15 @@ def unclaim_proposal(*, proposal_id: Any, actor: Any) -> Proposal:
     return proposal
 
 
-def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Proposal:
+def withdraw_proposal(*, proposal_id: Any, actor: Actor, comment: Any = "") -> Proposal:
     """The author takes back their own open proposal (what they see instead
     of Approve/Reject). Nothing served changes."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
-        require_reviewer(user=actor, workspace=proposal.agent.workspace_id, action="withdraw proposals")
-        if proposal.author_user_id is None or proposal.author_user_id != getattr(actor, "pk", None):
-            raise errors.PermissionDenied("Only the person who made a proposal can withdraw it; reject it instead.")
-        if not proposal.is_open:
-            raise errors.NotPending(f"This proposal is already {proposal.status}; there is nothing to withdraw.")
+        refuse(policy.withdraw_proposal(actor=actor, proposal=proposal))
         proposal.status = ProposalStatus.WITHDRAWN
-        proposal.decided_by = actor
+        proposal.decided_by = user_or_none(actor)
         proposal.decided_by_username = _username(actor)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
@@ -778,7 +696,7 @@ def withdraw_proposal(*, proposal_id: Any, actor: Any, comment: Any = "") -> Pro
     return proposal
 
 
-def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: Any = "") -> Proposal:
+def revise_proposal(*, proposal_id: Any, reviewer: Actor, content: Any, comment: Any = "") -> Proposal:
     """A reviewer's edit of a pending proposal, as a new pending proposal
     that someone who wrote neither version approves."""
     content = validate_content(content)
@@ -824,7 +742,7 @@ def revise_proposal(*, proposal_id: Any, reviewer: Any, content: Any, comment: A
     return revision
 
 
-def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
+def rebase_proposal(*, proposal_id: Any, reviewer: Actor) -> Proposal:
     """Recompute a stale proposal against the current version (three-way
     merge) as a new pending proposal; the stale one becomes superseded.
     Conflicting lines are left as conflict blocks that block approval."""
@@ -871,7 +789,7 @@ def rebase_proposal(*, proposal_id: Any, reviewer: Any) -> Proposal:
     return rebased
 
 
-def _supersede(*, original: Proposal, by: Proposal, reviewer: Any, action: str, summary: str,
+def _supersede(*, original: Proposal, by: Proposal, reviewer: Actor, action: str, summary: str,
                details: dict[str, Any] | None = None) -> None:
     original.status = ProposalStatus.SUPERSEDED
     original.superseded_by = by

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from memoryhub import errors
+from memoryhub.actors import Actor, StaffUser
 from memoryhub.models import Membership, Role, Workspace
 from memoryhub.services.audit import record_event
 
@@ -57,14 +58,14 @@ def ensure_staff_user(
     return user, True
 
 
-def _validate_password(password: str, user: Any) -> None:
+def _validate_password(password: str, user: StaffUser) -> None:
     try:
         validate_password(password, user)
     except ValidationError as exc:
         raise errors.Invalid(" ".join(exc.messages), field="password") from exc
 
 
-def set_password(*, user: Any, password: str, actor_user: Any = None) -> None:
+def set_password(*, user: StaffUser, password: str, actor_user: Actor | None = None) -> None:
     _validate_password(password, user)
     user.set_password(password)
     user.save(update_fields=["password"])
@@ -73,7 +74,8 @@ def set_password(*, user: Any, password: str, actor_user: Any = None) -> None:
     )
 
 
-def set_role(*, user: Any, workspace: Workspace, role: str, actor_user: Any = None) -> tuple[Membership, bool]:
+def set_role(*, user: StaffUser, workspace: Workspace, role: str,
+             actor_user: Actor | None = None) -> tuple[Membership, bool]:
     """Give the user this role in this workspace, replacing the role it had
     there (one role per user and workspace). Admins also get into the Django
     admin (is_staff). Returns (membership, changed)."""
@@ -102,7 +104,7 @@ def set_role(*, user: Any, workspace: Workspace, role: str, actor_user: Any = No
     return membership, True
 
 
-def remove_role(*, membership: Membership, actor_user: Any = None) -> None:
+def remove_role(*, membership: Membership, actor_user: Actor | None = None) -> None:
     with transaction.atomic():
         record_event(
             action="staff.role_removed",
@@ -115,7 +117,7 @@ def remove_role(*, membership: Membership, actor_user: Any = None) -> None:
         membership.delete()
 
 
-def deactivate_user(*, user: Any, actor_user: Any = None) -> bool:
+def deactivate_user(*, user: StaffUser, actor_user: Actor | None = None) -> bool:
     """Users are never deleted (history keeps its authors); a deactivated
     user can neither log in nor use a token. Returns False if already inactive."""
     User = get_user_model()
@@ -133,7 +135,7 @@ def deactivate_user(*, user: Any, actor_user: Any = None) -> bool:
 
 
 
-def grant_superuser(*, user: Any, actor_user: Any = None) -> bool:
+def grant_superuser(*, user: StaffUser, actor_user: Actor | None = None) -> bool:
     """Full Django-admin rights. Returns False if the user already had them."""
     if user.is_superuser and user.is_staff:
         return False

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="no-any-return"
+# (history managers and models looked up by label are untyped: their querysets are Any)
 """Data subjects: everything MemoryHub holds about one end user of a
 workspace, found in one place, and exported.
 
@@ -35,6 +37,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from memoryhub import errors, jsonstream
+from memoryhub.actors import Actor, StaffUser, active_staff_user, is_system
 from memoryhub.models import (
     Agent,
     AgentSession,
@@ -47,7 +50,7 @@ from memoryhub.models import (
     Role,
     Workspace,
 )
-from memoryhub.services.access import is_system, require_role, user_or_none
+from memoryhub.services.access import require_role, user_or_none
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import validate_user_ref
 
@@ -117,16 +120,17 @@ def subject_in(*, workspace: Workspace, user_ref: Any) -> Subject:
     return Subject(workspace=workspace, user_ref=validate_user_ref(user_ref))
 
 
-def _workspaces_for(actor: Any) -> dict[str, tuple[Workspace, str]]:
-    if actor is None or not getattr(actor, "is_authenticated", False) or not actor.is_active:
+def _workspaces_for(actor: Actor) -> dict[str, tuple[Workspace, str]]:
+    member = active_staff_user(actor)
+    if member is None:
         return {}
-    rows = Membership.objects.filter(user=actor).select_related("workspace")
+    rows = Membership.objects.filter(user=member).select_related("workspace")
     return {m.workspace.slug: (m.workspace, m.role) for m in rows}
 
 
 def find_subject(
     *,
-    actor: Any,
+    actor: Actor,
     user_ref: Any,
     workspace: Workspace | str | None = None,
     roles: Iterable[str] = EXPORT_ROLES,
@@ -199,7 +203,7 @@ def _history_author(row: Any) -> str:
     return "system"
 
 
-def _username(user: Any) -> str | None:
+def _username(user: StaffUser | None) -> str | None:
     return user.get_username() if user is not None else None
 
 
@@ -355,7 +359,7 @@ class SubjectExport:
         return f"memoryhub-subject-{self.subject.workspace.slug}-{stamp}.json"
 
 
-def export_subject(*, actor: Any, user_ref: Any, workspace: Workspace | str | None = None) -> SubjectExport:
+def export_subject(*, actor: Actor, user_ref: Any, workspace: Workspace | str | None = None) -> SubjectExport:
     """Everything held about one end user of a workspace, as a JSON document
     streamed in pieces (API.md: GET /api/v1/subjects/U/export). The audit
     event, with the counts of what is exported, is written before the first

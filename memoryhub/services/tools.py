@@ -11,8 +11,9 @@ from django.db import transaction
 from django.db.models import F
 
 from memoryhub import errors
+from memoryhub.actors import Actor, is_system
 from memoryhub.models import Agent, ToolSetting
-from memoryhub.services.access import is_system, require_admin
+from memoryhub.services.access import require_admin
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import check_safe, validate_content
 
@@ -102,7 +103,7 @@ def validate_tools(tools: Any) -> list[dict[str, Any]]:
     return cleaned
 
 
-def _require_editor(*, agent: Agent, actor: Any) -> None:
+def _require_editor(*, agent: Agent, actor: Actor) -> None:
     """The agent itself (its own registry, through its key), an admin of its
     workspace, or the shell."""
     if isinstance(actor, Agent):
@@ -119,7 +120,7 @@ def bump_config(agent: Agent) -> None:
     Agent.objects.filter(pk=agent.pk).update(config_version=F("config_version") + 1)
 
 
-def replace_tools(*, agent: Agent, tools: Any, actor: Any) -> list[ToolSetting]:
+def replace_tools(*, agent: Agent, tools: Any, actor: Actor) -> list[ToolSetting]:
     """Replace the agent's tool registry as a whole (PUT semantics)."""
     _require_editor(agent=agent, actor=actor)
     cleaned = validate_tools(tools)
@@ -152,7 +153,7 @@ def register_tool(
     *,
     agent: Agent,
     name: str,
-    actor: Any,
+    actor: Actor,
     description: str = "",
     parameters: dict[str, Any] | None = None,
     position: int | None = None,
@@ -196,7 +197,7 @@ def register_tool(
     return tool, True
 
 
-def record_tool_change(*, tool: ToolSetting, action: str, actor_user: Any) -> None:
+def record_tool_change(*, tool: ToolSetting, action: str, actor_user: Actor) -> None:
     """For the Django admin, which saves ToolSetting rows itself (after
     validate_tool): audit the change and re-key cached contexts."""
     _require_editor(agent=tool.agent, actor=actor_user)

@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
 from memoryhub import services
+from memoryhub.actors import Actor
 from memoryhub.models import Membership
 from reviews.diffs import Segment
 
@@ -72,7 +73,7 @@ def as_json(value: Any) -> str:
 
 
 @register.simple_tag
-def staff_roles(user: Any) -> str:
+def staff_roles(user: Actor | None) -> str:
     """"reviewer · acme" style summary of the user's roles, for the header."""
     if not services.workspace_ids_for(user):
         return "no workspace"

@@ -541,11 +541,6 @@ def test_the_sweep_redispatches_a_queued_run_whose_message_was_lost(
 # --- the staff API -------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def agent() -> Any:
-    return AgentFactory()
-
-
 @pytest.mark.django_db
 def test_the_api_queues_a_run_and_a_second_call_gets_the_same_one(agent: Any) -> None:
     reviewer = staff(agent.workspace, Role.REVIEWER)

@@ -22,14 +22,7 @@ from memoryhub.models import (
 )
 from tests.factories import AgentFactory, UserFactory, WorkspaceFactory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    # The demo creates four users; PBKDF2's default rounds would make every
-    # seeding test pay seconds for hashing alone.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 
 
 User = get_user_model()

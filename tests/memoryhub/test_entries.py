@@ -21,11 +21,6 @@ URL = "/api/v1/memory/MEMORY.md/entries?user=u1"
 
 
 @pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
 def client(agent):
     return agent_client(agent)
 

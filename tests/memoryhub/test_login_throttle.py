@@ -9,14 +9,8 @@ from django.test import Client
 from memoryhub.models import AuditEvent
 from tests.factories import UserFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 PASSWORD = "pw-for-tests-1"  # tests/factories.py
-
-
-@pytest.fixture(autouse=True)
-def fast_hashing(settings):
-    # Dozens of sign-ins per test: the production hasher would take minutes.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def sign_in(username: str, password: str, ip: str = "10.0.0.1", **extra: str):

@@ -9,14 +9,9 @@ from rest_framework.test import APIClient
 
 from memoryhub.models import Role
 from tests.api_helpers import agent_client, error_code, staff_client
-from tests.factories import AgentFactory, staff
+from tests.factories import staff
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
 
 
 def test_a_url_over_the_limit_is_a_json_414(agent):

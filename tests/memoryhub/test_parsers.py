@@ -11,7 +11,7 @@ import pytest
 from memoryhub import errors, services
 from memoryhub.models import AuditEvent, MemoryFile, Proposal, Role, Source, ToolSetting
 from tests.api_helpers import agent_client, error_code, staff_client
-from tests.factories import AgentFactory, staff
+from tests.factories import staff
 
 pytestmark = pytest.mark.django_db
 
@@ -20,11 +20,6 @@ DEEP = 100_000  # past Python's recursion limit: json.loads itself overflows
 
 def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
 
 
 @pytest.fixture

@@ -17,13 +17,7 @@ from memoryhub import errors, services
 from memoryhub.models import Agent, AuditEvent, MemoryFile, Role, Source, Workspace, WritePolicy
 from tests.factories import AgentFactory, ToolFactory, WorkspaceFactory, staff
 
-pytestmark = pytest.mark.django_db
-
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 
 
 SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"

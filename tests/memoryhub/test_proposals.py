@@ -8,16 +8,11 @@ import pytest
 from memoryhub import errors, services
 from memoryhub.merge import has_conflict_markers
 from memoryhub.models import AuditEvent, Proposal, ProposalStatus, Role, Source
-from tests.factories import AgentFactory, staff
+from tests.factories import staff
 
 pytestmark = pytest.mark.django_db
 
 BASE = "# Memory\n- likes tea\n- lives in Oslo\n- works at Acme\n"
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
 
 
 @pytest.fixture

@@ -10,11 +10,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
 def reviewer(agent):
     return staff(agent.workspace, Role.REVIEWER)
 

@@ -11,12 +11,7 @@ from memoryhub import services
 from memoryhub.models import AuditEvent, Change, ErasureRecord, Role, WritePolicy
 from tests.factories import AgentFactory, WorkspaceFactory, staff
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 
 
 @pytest.fixture

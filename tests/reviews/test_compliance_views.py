@@ -12,17 +12,7 @@ from memoryhub import services
 from memoryhub.models import AuditEvent, Role
 from tests.factories import AgentFactory, WorkspaceFactory, staff
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 
 
 def _client(user):

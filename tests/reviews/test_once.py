@@ -49,11 +49,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
 
 
 @pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
 def admin(agent):
     return staff(agent.workspace, Role.ADMIN)
 

@@ -34,11 +34,6 @@ def status_of(proposal: Proposal) -> str:
 
 
 @pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
 def admin(agent):
     return staff(agent.workspace, Role.ADMIN)
 

@@ -11,14 +11,9 @@ from django.test import Client
 
 from memoryhub import services
 from memoryhub.models import Role, Source
-from tests.factories import AgentFactory, staff
+from tests.factories import staff
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
 
 
 @pytest.fixture

@@ -20,14 +20,9 @@ from memoryhub.models import AuditEvent, Role
 from tests.api_helpers import staff_client
 from tests.factories import AgentFactory, UserFactory, staff
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
 
 PASSWORD = "pw-for-tests-1"
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

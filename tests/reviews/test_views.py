@@ -25,11 +25,6 @@ def client_for(user) -> Client:
 
 
 @pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
 def reviewer(agent):
     return staff(agent.workspace, Role.REVIEWER)
 

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from memoryhub import errors, services
+from memoryhub.actors import Actor
 from memoryhub.management.base import acting_as, add_as_argument, refusal
 from memoryhub.models import Agent, Backend, Strategy, Workspace, WritePolicy
 
@@ -65,7 +66,7 @@ class Command(BaseCommand):
             raise refusal(exc) from exc
 
     @staticmethod
-    def _existing(slug: str, actor: Any, *, update: bool) -> Agent | None:
+    def _existing(slug: str, actor: Actor, *, update: bool) -> Agent | None:
         if services.is_system(actor):
             return Agent.objects.select_related("workspace").filter(slug=slug).first()
         # Through the scoped lookup, as the staff API: an agent outside the
@@ -74,7 +75,7 @@ class Command(BaseCommand):
             return services.get_agent_for_user(actor, slug)
         return services.visible_agents(actor).filter(slug=slug).first()
 
-    def _workspace(self, slug: str, actor: Any) -> Workspace:
+    def _workspace(self, slug: str, actor: Actor) -> Workspace:
         if services.is_system(actor):
             workspace, created = services.ensure_workspace(slug=slug)
             if created:
@@ -85,7 +86,7 @@ class Command(BaseCommand):
             raise errors.NotFound(f"There is no workspace {slug!r}; only the operator (without --as) creates one.")
         return found
 
-    def _create(self, slug: str, options: dict[str, Any], actor: Any) -> None:
+    def _create(self, slug: str, options: dict[str, Any], actor: Actor) -> None:
         workspace = self._workspace(options["workspace"] or DEFAULT_WORKSPACE, actor)
         agent = services.create_agent(
             workspace=workspace,
@@ -106,7 +107,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Issue its API key with: python manage.py issue_agent_key {agent.slug}")
 
-    def _update(self, agent: Agent, options: dict[str, Any], actor: Any) -> None:
+    def _update(self, agent: Agent, options: dict[str, Any], actor: Actor) -> None:
         if not options["update"]:
             raise CommandError(
                 f"An agent with the slug {agent.slug!r} already exists (workspace {agent.workspace.slug}). "
