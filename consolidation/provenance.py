@@ -21,7 +21,7 @@ from consolidation import entries as md
 _ITEM_PREFIXES = ("- ", "* ", "+ ")
 
 
-def _ids(values: Any) -> list[int]:
+def _ids(values: object) -> list[int]:
     found: list[int] = []
     for value in values if isinstance(values, list | tuple) else ():
         if isinstance(value, bool):

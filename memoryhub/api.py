@@ -44,7 +44,7 @@ class TextField(serializers.CharField):
 
     default_error_messages = {"not_text": "Must be a string."}
 
-    def to_internal_value(self, data: Any) -> str:
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("not_text")
         return super().to_internal_value(data)  # type: ignore[no-any-return]
@@ -89,7 +89,7 @@ def absent_nulls(fields: Mapping[str, serializers.Field[Any, Any, Any, Any]], da
     return cleaned
 
 
-def _absent_nulls_in(field: Any, value: Any) -> Any:
+def _absent_nulls_in(field: object, value: object) -> Any:
     if isinstance(field, serializers.ListSerializer | serializers.ListField) and isinstance(value, list):
         return [_absent_nulls_in(field.child, item) for item in value]
     if isinstance(field, serializers.Serializer) and isinstance(value, dict):
@@ -101,7 +101,7 @@ def _absent_nulls_in(field: Any, value: Any) -> Any:
     return value
 
 
-def parse_input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+def parse_input(serializer_class: type[serializers.Serializer], data: object) -> dict[str, Any]:
     """A request body through its InputSerializer, the one door every API
     body passes (agent and staff routes alike)."""
     if not isinstance(data, dict):

@@ -70,7 +70,7 @@ class SessionAuthentication(authentication.SessionAuthentication):
 class IsAgent(permissions.BasePermission):
     message = "This route is for agents: authenticate with the agent's API key."
 
-    def has_permission(self, request: Request, view: Any) -> bool:
+    def has_permission(self, request: Request, view: object) -> bool:
         if isinstance(request.auth, AgentAuth):
             return True
         if not (request.user and request.user.is_authenticated):
@@ -81,7 +81,7 @@ class IsAgent(permissions.BasePermission):
 class IsStaff(permissions.BasePermission):
     message = "This route is for staff: agent keys cannot use it."
 
-    def has_permission(self, request: Request, view: Any) -> bool:
+    def has_permission(self, request: Request, view: object) -> bool:
         if isinstance(request.auth, AgentAuth):
             return False
         if not (request.user and request.user.is_authenticated):
@@ -95,7 +95,7 @@ class BearerScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-c
     target_class = "memoryhub.authentication.BearerAuthentication"
     name = "bearer"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
         return {
             "type": "http",
             "scheme": "bearer",
@@ -107,6 +107,6 @@ class SessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-
     target_class = "memoryhub.authentication.SessionAuthentication"
     name = "session"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
         return {"type": "apiKey", "in": "cookie", "name": "sessionid",
                 "description": "A signed-in staff session (the web console); unsafe methods need the CSRF token."}

@@ -982,7 +982,7 @@ class _Seeder:
     # files
 
     def file_versions(
-        self, *, agent: Agent, kind: str, user_ref: str, versions: tuple[str, ...], admin: Any, reviewer: Actor
+        self, *, agent: Agent, kind: str, user_ref: str, versions: tuple[str, ...], admin: object, reviewer: Actor
     ) -> None:
         """Bring the file to the last of `versions`, one version each, only
         if its history so far is exactly the seeded one."""

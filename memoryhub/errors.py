@@ -14,7 +14,7 @@ class DomainError(Exception):
     code = "invalid"
     status = 400
 
-    def __init__(self, detail: str, **extra: Any) -> None:
+    def __init__(self, detail: str, **extra: object) -> None:
         super().__init__(detail)
         self.detail = detail
         self.extra = extra

@@ -157,6 +157,6 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
     return wrapper
 
 
-def purge_expired(*, now: Any = None) -> int:
+def purge_expired(*, now: object = None) -> int:
     deleted, _ = IdempotencyRecord.objects.filter(expires_at__lt=now or timezone.now()).delete()
     return int(deleted)

@@ -16,7 +16,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 CHUNK_CHARS = 64 * 1024
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False)
 
 

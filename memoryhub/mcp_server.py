@@ -203,7 +203,7 @@ HANDLERS: dict[str, Callable[[Agent, dict[str, Any]], ToolAnswer]] = {
 assert set(HANDLERS) == set(tool_schemas.BY_NAME), "every defined tool has a handler, and only those"
 
 
-def run_tool(*, agent: Agent, name: str, arguments: Any) -> ToolAnswer:
+def run_tool(*, agent: Agent, name: str, arguments: object) -> ToolAnswer:
     """One tool call for one agent. Raises DomainError for bad input or a
     refused operation (nothing is stored then)."""
     tool = tool_schemas.BY_NAME.get(name)
@@ -238,7 +238,8 @@ def _as_error(code: str, detail: str, extra: dict[str, Any] | None = None) -> ty
                                 structured_content={"error": body}, is_error=True)
 
 
-def call_tool_sync(*, agent: Agent | None, agent_slug: str | None, name: str, arguments: Any) -> types.CallToolResult:
+def call_tool_sync(*, agent: Agent | None, agent_slug: str | None, name: str,
+                   arguments: object) -> types.CallToolResult:
     """A tool call as a request of its own: stale connections are dropped
     before and after, as Django does around every request."""
     close_old_connections()
@@ -299,7 +300,7 @@ def build_server(*, agent_slug: str | None = None) -> Server[Any]:
     """The MCP server. With `agent_slug` (stdio) every call acts as that
     agent; without it (HTTP) as the agent whose key authenticated the request."""
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(ctx: object, params: object) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
                    for t in tool_schemas.TOOLS]
@@ -433,7 +434,7 @@ def _authenticate(authorization: str) -> _Checked:
         close_old_connections()
 
 
-def _bad_id(message: Any) -> str | None:
+def _bad_id(message: object) -> str | None:
     """What is wrong with a message's id, if anything: JSON-RPC 2.0 allows a
     string or a number, MCP narrows it to a string or an integer, never
     null. A bad id made the SDK take a request for a notification and answer

@@ -282,7 +282,7 @@ def pending_release(agent: Agent, kind: str, user_ref: str) -> Change | None:
     )
 
 
-def cited_ids(rationale: Any) -> list[int]:
+def cited_ids(rationale: object) -> list[int]:
     """The log entry ids a rationale cites, in order, ignoring anything else."""
     return [
         int(i)
@@ -491,7 +491,7 @@ def _who(event: AuditEvent) -> str:
     return "system"
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 

@@ -239,7 +239,7 @@ def render(fmt: str, *, strict: bool = False) -> list[dict[str, Any]]:
     raise errors.Invalid(f"format must be one of {', '.join(FORMATS)}, not {fmt[:40]!r}.", field="format")
 
 
-def _takes_null(schema: Any) -> bool:
+def _takes_null(schema: object) -> bool:
     kind = schema.get("type") if isinstance(schema, dict) else None
     return kind == "null" or (isinstance(kind, list) and "null" in kind)
 
@@ -259,7 +259,7 @@ def absent_nulls(parameters: dict[str, Any], arguments: dict[str, Any]) -> dict[
 _TYPE_WORDS = {"string": "a string", "integer": "a whole number", "object": "an object", "boolean": "true or false"}
 
 
-def check_arguments(tool: ToolDefinition, arguments: Any) -> dict[str, Any]:
+def check_arguments(tool: ToolDefinition, arguments: object) -> dict[str, Any]:
     """The arguments of one call, checked against the tool's schema, or
     Invalid with a sentence naming the argument and what is wrong with it."""
     if arguments is None:

@@ -274,7 +274,7 @@ class LLMBackend:
         cost = (tokens_in * self.price_input_per_mtok + tokens_out * self.price_output_per_mtok) / _MILLION
         return cost.quantize(_MICRO_USD)
 
-    def estimate(self, messages: list[ChatCompletionMessageParam], *, counter: Any) -> Decimal:
+    def estimate(self, messages: list[ChatCompletionMessageParam], *, counter: object) -> Decimal:
         """The most a call can cost: its prompt's tokens, and a full answer."""
         return self.cost(self.prompt_tokens(messages, counter=counter), self.max_tokens)
 

@@ -221,8 +221,8 @@ def write_memory(
     agent: Agent,
     kind: str,
     user_ref: str | None = None,
-    content: Any,
-    reason: Any = "",
+    content: object,
+    reason: object = "",
     expected_version: int | None = None,
 ) -> WriteResult:
     """The agent's memory write tool (the agent is the acting principal):
@@ -238,7 +238,7 @@ def edit_memory(
     kind: str,
     user_ref: str | None = None,
     build: Callable[[MemoryFile | None], str | None],
-    reason: Any = "",
+    reason: object = "",
     expected_version: int | None = None,
     operation: str = "write",
 ) -> WriteResult:
@@ -350,7 +350,7 @@ def _edit_locked(
 
 
 def withhold_file(
-    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: object
 ) -> MemoryFile:
     """One reviewer takes a file's current version out of service at once:
     fresh contexts, the memory read tool and every open session's frozen

@@ -145,7 +145,7 @@ def _field(container: dict[str, Any], key: str, kind: type | tuple[type, ...], w
     return value
 
 
-def _short_text(value: Any, where: str, max_length: int) -> str:
+def _short_text(value: object, where: str, max_length: int) -> str:
     text = validate_content(value, field=where)
     if len(text) > max_length:
         raise errors.Invalid(f"{where} has at most {max_length} characters.", field=where)
@@ -175,7 +175,7 @@ def _read_versions(entry: dict[str, Any], where: str) -> list[dict[str, Any]]:
     return cleaned
 
 
-def read_document(document: Any) -> dict[str, Any]:
+def read_document(document: object) -> dict[str, Any]:
     """The document's parts, typed and checked, or an Invalid naming the
     first thing wrong with it. Content rules (limits, scanner) come later,
     against the imported agent's settings."""
@@ -231,7 +231,7 @@ def _target_workspace(*, actor: Actor, workspace: Workspace | str | None, fallba
     return found
 
 
-def import_agent(*, document: Any, actor: Actor, workspace: Workspace | str | None = None,
+def import_agent(*, document: object, actor: Actor, workspace: Workspace | str | None = None,
                  slug: str | None = None) -> Agent:
     """A new agent from an agent file, in `workspace` (default: the one it
     came from, created at the shell if missing) under `slug` (default: its

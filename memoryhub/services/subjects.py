@@ -114,7 +114,7 @@ class Subject:
         }
 
 
-def subject_in(*, workspace: Workspace, user_ref: Any) -> Subject:
+def subject_in(*, workspace: Workspace, user_ref: object) -> Subject:
     """The subject `user_ref` of `workspace`, for a caller that has checked
     the actor itself. A malformed reference is an Invalid (400)."""
     return Subject(workspace=workspace, user_ref=validate_user_ref(user_ref))
@@ -131,7 +131,7 @@ def _workspaces_for(actor: Actor) -> dict[str, tuple[Workspace, str]]:
 def find_subject(
     *,
     actor: Actor,
-    user_ref: Any,
+    user_ref: object,
     workspace: Workspace | str | None = None,
     roles: Iterable[str] = EXPORT_ROLES,
     action: str = "export data subjects",
@@ -359,7 +359,7 @@ class SubjectExport:
         return f"memoryhub-subject-{self.subject.workspace.slug}-{stamp}.json"
 
 
-def export_subject(*, actor: Actor, user_ref: Any, workspace: Workspace | str | None = None) -> SubjectExport:
+def export_subject(*, actor: Actor, user_ref: object, workspace: Workspace | str | None = None) -> SubjectExport:
     """Everything held about one end user of a workspace, as a JSON document
     streamed in pieces (API.md: GET /api/v1/subjects/U/export). The audit
     event, with the counts of what is exported, is written before the first

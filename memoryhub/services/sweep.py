@@ -102,7 +102,7 @@ class Scope:
     def searches_free_text(self) -> bool:
         return len(self.user_ref) >= FREE_TEXT_MIN
 
-    def names(self, value: Any, *, short: bool = False) -> bool:
+    def names(self, value: object, *, short: bool = False) -> bool:
         """Whether free text (or any string inside a JSON value) names the
         subject as a whole token; `short` looks for a reference under
         FREE_TEXT_MIN characters too (text known to be about the subject)."""
@@ -110,7 +110,7 @@ class Scope:
             return False
         return any(self._token.search(text) for text in _strings(value))
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         """Whether a row recorded under the reference mentions it anywhere
         (no token rule: the row is the subject's anyway)."""
         return any(self.user_ref in text for text in _strings(value))
@@ -128,7 +128,7 @@ class Scope:
                 query |= Q(**{f"_text_{column}__contains": needle})
         return query
 
-    def replace(self, value: Any) -> Any:
+    def replace(self, value: object) -> Any:
         """Every occurrence of the reference, in text or inside JSON, as the pseudonym."""
         if isinstance(value, str):
             return value.replace(self.user_ref, self.alias)
@@ -139,7 +139,7 @@ class Scope:
         return value
 
 
-def _strings(value: Any) -> Iterable[str]:
+def _strings(value: object) -> Iterable[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
