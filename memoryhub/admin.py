@@ -264,7 +264,7 @@ class SecretAdmin(admin.ModelAdmin):
     def status(self, obj: Any) -> str:
         return "revoked" if obj.revoked_at else "active"
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: Any, form: object, change: bool) -> None:
         # Only the label: a whole-row save could undo a revocation or a
         # last_used_at update that happened while the form was open.
         obj.save(update_fields=["name"])

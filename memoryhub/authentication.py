@@ -9,7 +9,6 @@ ever be granted to an agent key by accident.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -43,7 +42,7 @@ def _bearer(request: Request) -> str | None:
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+    def authenticate(self, request: Request) -> tuple[object, object] | None:
         secret = _bearer(request)
         if secret is None:
             return None

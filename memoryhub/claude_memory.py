@@ -229,7 +229,7 @@ def _written(agent: Agent, kind: str, path: str, result: services.WriteResult, d
     return Answer(text, write=result, file=kind, version=result.version)
 
 
-def create(*, agent: Agent, user_ref: str | None, path: Any, file_text: Any, reason: str,
+def create(*, agent: Agent, user_ref: str | None, path: Any, file_text: object, reason: str,
            expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="create")
     text = _text(file_text, "file_text", "create")
@@ -251,7 +251,7 @@ def _user(kind: str, user_ref: str | None) -> str | None:
     return user_ref if kind in USER_FILES else None
 
 
-def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: Any, new_str: Any, reason: str,
+def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: object, new_str: Any, reason: str,
                 expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="str_replace")
     old = _text(old_str, "old_str", "str_replace", blank=False)
@@ -277,7 +277,7 @@ def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: Any, 
     return _written(agent, kind, path, result, done)
 
 
-def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: Any, insert_text: Any, reason: str,
+def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: object, insert_text: object, reason: str,
            expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="insert")
     if not isinstance(insert_line, int) or isinstance(insert_line, bool):
@@ -290,7 +290,8 @@ def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: Any, i
     return _written(agent, kind, path, result, f"The file {path} has been edited.")
 
 
-def run(*, agent: Agent, user_ref: str | None, command: dict[str, Any], expected_version: int | None = None) -> Answer:
+def run(*, agent: Agent, user_ref: str | None, command: dict[str, object],
+        expected_version: int | None = None) -> Answer:
     """One memory tool command, as the agent (the acting principal)."""
     name = command.get("command")
     reason = f"Claude memory tool: {name}"

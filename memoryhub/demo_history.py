@@ -226,5 +226,5 @@ class _History:
                     self.report.add("history approvals")
 
 
-def play(*, agents: dict[str, Agent], users: dict[str, Any], now: datetime, report: object) -> None:
+def play(*, agents: dict[str, Agent], users: dict[str, object], now: datetime, report: object) -> None:
     _History(agents=agents, users=users, now=now, report=report).play()

@@ -7,8 +7,6 @@ them into responses. Extra keyword arguments travel to the error body
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class DomainError(Exception):
     code = "invalid"
@@ -19,7 +17,7 @@ class DomainError(Exception):
         self.detail = detail
         self.extra = extra
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"code": self.code, "detail": self.detail, **self.extra}
 
 

@@ -643,7 +643,7 @@ def close_seed_window(connection: Any) -> None:
         cursor.execute(f"UPDATE {SEED_WINDOW} SET closed_at = {now} WHERE id = 1 AND closed_at IS NULL")
 
 
-def seed_window(connection: Any) -> tuple[Any, Any, str] | None:
+def seed_window(connection: Any) -> tuple[object, object, str] | None:
     """(opened_at, closed_at, note) of the seeding window, if one was ever opened."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT opened_at, closed_at, note FROM {SEED_WINDOW} WHERE id = 1")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
@@ -80,7 +79,7 @@ def lockout_response(request: HttpRequest, original_response: object = None,
 
 
 @receiver(user_login_failed)
-def audit_failed_login(sender: object, credentials: dict[str, Any], request: HttpRequest | None = None,
+def audit_failed_login(sender: object, credentials: dict[str, object], request: HttpRequest | None = None,
                        **kwargs: object) -> None:
     from memoryhub import services
 

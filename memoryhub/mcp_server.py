@@ -97,7 +97,7 @@ def _with_pending(agent: Agent, args: dict[str, Any], answer: ToolAnswer) -> Too
     return ToolAnswer("\n".join([answer.text, *lines[:3], pending]), data)
 
 
-def _notes(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _notes(agent: Agent, args: dict[str, object]) -> ToolAnswer:
     if not args.get("user"):
         raise errors.Invalid("Pass `user`: notes belong to one user's conversations.", field="user")
     notes = services.recent_notes(agent=agent, user_ref=args["user"])
@@ -109,7 +109,7 @@ def _notes(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
     return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind='search', text=chr(10).join(lines))}", data)
 
 
-def _note(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _note(agent: Agent, args: dict[str, object]) -> ToolAnswer:
     saved = services.add_note(agent=agent, user_ref=args["user"], text=args["text"], session_id=args.get("session"))
     data = {"entry": saved.entry.pk, "session": saved.session.pk, "created_at": saved.entry.created_at.isoformat(),
             "redacted": saved.redacted, "redacted_rules": saved.redacted_rules}
@@ -223,7 +223,7 @@ REST_TO_TOOL_FIELDS = {"q": "query"}
 REST_TO_TOOL_WORDS = (("as ?q=…", "as `query`"), ("pass ?user=<user_ref>", "pass `user`"))
 
 
-def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, object]]:
     for rest, tool in REST_TO_TOOL_WORDS:
         detail = detail.replace(rest, tool)
     if extra.get("field") in REST_TO_TOOL_FIELDS:
@@ -231,7 +231,7 @@ def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, A
     return detail, extra
 
 
-def _as_error(code: str, detail: str, extra: dict[str, Any] | None = None) -> types.CallToolResult:
+def _as_error(code: str, detail: str, extra: dict[str, object] | None = None) -> types.CallToolResult:
     detail, extra = _in_tool_words(detail, extra or {})
     body = {"code": code, "detail": detail, **extra}
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{code}: {detail}")],
@@ -283,7 +283,7 @@ class ToolThreads:
             self._pool = ThreadPoolExecutor(self.size, thread_name_prefix="mcp-tools")
         return self._pool
 
-    def run(self, function: Callable[..., Any]) -> Callable[..., Any]:
+    def run(self, function: Callable[..., object]) -> Callable[..., Any]:
         return sync_to_async(function, thread_sensitive=False, executor=self.pool)
 
     def take(self) -> tuple[ThreadPoolExecutor | None, int]:
@@ -296,7 +296,7 @@ class ToolThreads:
 TOOL_THREADS = ToolThreads()
 
 
-def build_server(*, agent_slug: str | None = None) -> Server[Any]:
+def build_server(*, agent_slug: str | None = None) -> Server[object]:
     """The MCP server. With `agent_slug` (stdio) every call acts as that
     agent; without it (HTTP) as the agent whose key authenticated the request."""
 
@@ -327,7 +327,7 @@ async def serve_stdio(agent_slug: str) -> None:
         await serve_until_answered(server, stdin, stdout)
 
 
-async def serve_until_answered(server: Server[Any], stdin: Any, stdout: Any) -> None:
+async def serve_until_answered(server: Server[object], stdin: Any, stdout: Any) -> None:
     """Run the server between stdin and stdout, and when stdin closes, keep
     it running until every request already read has its answer written.
 

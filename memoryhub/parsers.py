@@ -90,5 +90,5 @@ class StrictJSONParser(parsers.JSONParser):
         return data
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")

@@ -59,7 +59,7 @@ def _first_message(detail: object, path: str = "") -> tuple[str, str]:
     return str(detail), path
 
 
-def error_body(code: str, detail: str, **extra: object) -> dict[str, Any]:
+def error_body(code: str, detail: str, **extra: object) -> dict[str, object]:
     return {"error": {"code": code, "detail": detail, **extra}}
 
 

@@ -423,7 +423,7 @@ class Dashboard:
 
 
 def dashboard(workspace_ids: list[int], *, since: datetime, runs_by_status: dict[str, int],
-              spend: dict[date, dict[str, Any]]) -> Dashboard:
+              spend: dict[date, dict[str, object]]) -> Dashboard:
     """The queue and decisions per day since `since`, with the consolidation
     figures the caller read (consolidation.services.run_figures: memoryhub
     imports no other app)."""
@@ -538,7 +538,7 @@ def _file_proposals(proposal: Proposal) -> dict[int, dict[str, Any]]:
     }
 
 
-def _revision_chain(rows: dict[int, dict[str, Any]], pk: int) -> set[int]:
+def _revision_chain(rows: dict[int, dict[str, object]], pk: int) -> set[int]:
     """The proposal, what it revises (back to the first) and what superseded
     it (up to the last)."""
     chain = {pk}
@@ -598,7 +598,7 @@ def _add_rollback_step(steps: list[TimelineStep], event: AuditEvent, details: di
         **_common(event, details)))
 
 
-def _add_proposal_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, Any],
+def _add_proposal_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, object],
                        rows: dict[int, dict[str, Any]], target: int, explained: set[int]) -> None:
     """An event of a proposal in the chain (and "served" after an approval
     that made a version)."""

@@ -51,7 +51,7 @@ def write_json_error(sock: object, status_int: int, reason: str, mesg: str) -> N
 
 
 class MemoryHubWorker(ThreadWorker):
-    def handle(self, conn: Any) -> Any:
+    def handle(self, conn: Any) -> object:
         set_io_timeouts(conn.sock)
         return super().handle(conn)
 

@@ -76,15 +76,15 @@ def _check_slug(value: object, *, what: str) -> str:
 # --- setting specs ---------------------------------------------------------------------------
 
 
-def _choice(choices: Any, label: str) -> Callable[[Any, str], str]:
-    def clean(value: Any, field: str) -> str:
+def _choice(choices: Any, label: str) -> Callable[[object, str], str]:
+    def clean(value: object, field: str) -> str:
         if value not in list(choices):
             raise errors.Invalid(f"{label} must be one of {', '.join(choices)}; got {value!r}.", field=field)
         return str(value)
     return clean
 
 
-def _int(label: str, low: int, high: int) -> Callable[[Any, str], int]:
+def _int(label: str, low: int, high: int) -> Callable[[object, str], int]:
     def clean(value: object, field: str) -> int:
         if isinstance(value, bool):
             raise errors.Invalid(f"{label} must be a whole number.", field=field)
@@ -98,7 +98,7 @@ def _int(label: str, low: int, high: int) -> Callable[[Any, str], int]:
     return clean
 
 
-def _text(label: str, max_length: int, required: bool = False) -> Callable[[Any, str], str]:
+def _text(label: str, max_length: int, required: bool = False) -> Callable[[object, str], str]:
     def clean(value: object, field: str) -> str:
         if not isinstance(value, str) or len(value) > max_length or "\x00" in value:
             raise errors.Invalid(f"{label} must be text of at most {max_length:,} characters.", field=field)
@@ -125,7 +125,7 @@ _TRUE = ("on", "true", "1", "yes")
 _FALSE = ("off", "false", "0", "no", "")
 
 
-def _switch(label: str) -> Callable[[Any, str], bool]:
+def _switch(label: str) -> Callable[[object, str], bool]:
     def clean(value: object, field: str) -> bool:
         if isinstance(value, bool):
             return value
@@ -144,7 +144,7 @@ def _never(old: object, new: object) -> bool:
     return False
 
 
-def _raised(old: Any, new: Any) -> bool:
+def _raised(old: Any, new: object) -> bool:
     return bool(new > old)
 
 
@@ -209,7 +209,7 @@ def _retention_days(value: object, field: str) -> int | None:
     return _int("Log retention", 1, MAX_RETENTION_DAYS)(value, field)
 
 
-def _retention_shortened(old: Any, new: Any) -> bool:
+def _retention_shortened(old: Any, new: object) -> bool:
     """Redaction cannot be undone: keeping logs for less time (or no longer
     forever) destroys records sooner, so it takes a second admin. Keeping
     them longer destroys nothing and is one admin's call."""
@@ -256,7 +256,7 @@ WORKSPACE_SETTINGS: dict[str, Setting] = {
 }
 
 
-def clean_settings(specs: dict[str, Setting], raw: object, aliases: dict[str, str] | None = None) -> dict[str, Any]:
+def clean_settings(specs: dict[str, Setting], raw: object, aliases: dict[str, str] | None = None) -> dict[str, object]:
     """Typed values for the given fields (a partial update), or an Invalid
     naming the first bad or unknown one."""
     if not isinstance(raw, dict):
@@ -272,7 +272,7 @@ def clean_settings(specs: dict[str, Setting], raw: object, aliases: dict[str, st
     return cleaned
 
 
-def weakening(specs: dict[str, Setting], before: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+def weakening(specs: dict[str, Setting], before: dict[str, object], wanted: dict[str, object]) -> list[str]:
     return [field for field, value in wanted.items() if specs[field].weakens(before[field], value)]
 
 
@@ -300,7 +300,7 @@ def ensure_workspace(*, slug: str, name: str = "", actor_user: Actor | None = No
 # --- agents -------------------------------------------------------------------------------------
 
 
-def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, Any]:
+def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, object]:
     """What a new agent in `workspace` starts with, for the given fields:
     the model's defaults under the workspace's default write policy."""
     defaults: dict[str, Any] = {}
@@ -386,7 +386,7 @@ class SettingsUpdate:
     weakens: list[str] = dataclass_field(default_factory=list)
 
 
-def _field_changes(before: dict[str, Any], wanted: dict[str, Any]) -> dict[str, dict[str, str]]:
+def _field_changes(before: dict[str, object], wanted: dict[str, object]) -> dict[str, dict[str, str]]:
     return {field: {"from": str(before[field]), "to": str(value)} for field, value in wanted.items()}
 
 
@@ -435,7 +435,7 @@ def update_agent(*, agent: Agent, settings: object, actor: Actor, reason: object
     return SettingsUpdate(applied=list(wanted))
 
 
-def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Actor, before: dict[str, Any],
+def apply_agent_settings(*, agent: Agent, wanted: dict[str, object], actor: Actor, before: dict[str, object],
                          change: Change | None = None) -> None:
     """Set validated fields on a locked agent, with its audit event."""
     for field, value in wanted.items():
@@ -482,7 +482,8 @@ def update_workspace(*, workspace: Workspace, settings: object, actor: Actor, re
     return SettingsUpdate(applied=list(wanted))
 
 
-def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, Any], actor: Actor, before: dict[str, Any],
+def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, object], actor: Actor, before: dict[str,
+                             object],
                              change: Change | None = None) -> None:
     for field, value in wanted.items():
         setattr(workspace, field, value)

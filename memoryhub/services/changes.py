@@ -41,7 +41,7 @@ def request_change(
     workspace: Workspace,
     kind: str,
     actor: Actor,
-    payload: dict[str, Any],
+    payload: dict[str, object],
     summary: str,
     reason: object = "",
     agent: Agent | None = None,
@@ -122,7 +122,8 @@ def _lock(change_id: object) -> Change:
     return change
 
 
-def _decide(change: Change, *, status: str, actor: Actor, comment: str, result: dict[str, Any] | None = None) -> None:
+def _decide(change: Change, *, status: str, actor: Actor, comment: str,
+            result: dict[str, object] | None = None) -> None:
     change.status = status
     change.decided_by = user_or_none(actor)
     change.decided_by_username = username_of(actor)
@@ -202,7 +203,7 @@ def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
     raise errors.Invalid(f"Unknown change kind {change.kind!r}.")
 
 
-def _current_matches(change: Change, obj: object, specs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _current_matches(change: Change, obj: object, specs: dict[str, Any]) -> tuple[dict[str, object], dict[str, object]]:
     """The requested values, if every field still holds the value the
     request was made against; else StaleChange."""
     fields: dict[str, dict[str, str]] = change.payload.get("fields", {})

@@ -189,7 +189,7 @@ def scrubbed(*, change: Change, text: str) -> str:
     return scope.tombstone if text and scope.names(text, short=True) else text
 
 
-def erase_subject(*, change: Change, actor: Actor) -> dict[str, Any]:
+def erase_subject(*, change: Change, actor: Actor) -> dict[str, object]:
     """Apply an approved erasure change (called by services.changes inside
     its transaction, after the role and four-eyes checks)."""
     workspace = change.workspace

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -44,7 +43,7 @@ class NoteView:
     created_at: datetime
     blocked: tuple[str, ...]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"entry": self.entry, "session": self.session, "text": self.text,
                 "created_at": self.created_at.isoformat(), "blocked": list(self.blocked)}
 

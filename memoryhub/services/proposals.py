@@ -64,7 +64,7 @@ def create_proposal(
     base_version: int,
     source: str,
     reason: str,
-    rationale: list[dict[str, Any]],
+    rationale: list[dict[str, object]],
     author_user: Actor | None = None,
     author_agent: Agent | None = None,
     revises: Proposal | None = None,
@@ -166,7 +166,7 @@ def propose_change(
     content: object,
     source: str,
     reason: str = "",
-    rationale: list[dict[str, Any]] | None = None,
+    rationale: list[dict[str, object]] | None = None,
     author_user: Actor | None = None,
     author_agent: Agent | None = None,
     base_version: int | None = None,
@@ -208,7 +208,7 @@ def propose_change(
         )
 
 
-def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Actor) -> Proposal:
+def propose_persona_edit(*, agent: Agent, kind: str, content: object, reason: Any, actor_user: Actor) -> Proposal:
     """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
     proposal that another reviewer approves (four-eyes lives in approve)."""
     require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
@@ -530,7 +530,7 @@ class BulkItem:
     first_approval: bool = False
     stale_siblings: tuple[int, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         if self.error is not None:
             return {"id": self.id, "error": {"code": self.error.code, "message": self.error.detail}}
         answer: dict[str, Any] = {"id": self.id, "status": self.status}
@@ -577,7 +577,7 @@ def _bulk_ids(ids: object) -> list[int]:
     return cleaned
 
 
-def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Actor, comment: Any = "") -> BulkResult:
+def decide_bulk(*, ids: object, action: Any, reason_code: object, actor: Actor, comment: object = "") -> BulkResult:
     """Approve or reject up to BULK_MAX proposals with one reason code. Each
     goes through approve_proposal / reject_proposal, so every rule of the
     single decision holds per item (own, stale, conflicted, role, high
@@ -790,7 +790,7 @@ def rebase_proposal(*, proposal_id: object, reviewer: Actor) -> Proposal:
 
 
 def _supersede(*, original: Proposal, by: Proposal, reviewer: Actor, action: str, summary: str,
-               details: dict[str, Any] | None = None) -> None:
+               details: dict[str, object] | None = None) -> None:
     original.status = ProposalStatus.SUPERSEDED
     original.superseded_by = by
     original.save(update_fields=["status", "superseded_by"])

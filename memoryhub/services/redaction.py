@@ -83,7 +83,7 @@ def _sqlite_flag() -> Iterator[None]:
             cursor.execute(f"DELETE FROM {immutability.SQLITE_FLAG_TABLE}")
 
 
-def _redacted_rationale(rationale: object, text: str) -> list[dict[str, Any]]:
+def _redacted_rationale(rationale: object, text: str) -> list[dict[str, object]]:
     items = rationale if isinstance(rationale, list) else []
     return [{"kind": item.get("kind") if isinstance(item, dict) else None,
              "evidence": (item.get("evidence") or []) if isinstance(item, dict) else [],

@@ -74,7 +74,7 @@ def _require_live(session: AgentSession) -> None:
         )
 
 
-def session_context(*, agent: Agent, session_id: object, user_ref: str) -> dict[str, Any]:
+def session_context(*, agent: Agent, session_id: object, user_ref: str) -> dict[str, object]:
     """The context frozen when the session started, minus whatever was taken
     out of service since (withheld or rolled back)."""
     session = get_session(agent=agent, session_id=session_id, user_ref=user_ref)

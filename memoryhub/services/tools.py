@@ -143,7 +143,7 @@ def replace_tools(*, agent: Agent, tools: object, actor: Actor) -> list[ToolSett
     return rows
 
 
-def validate_tool(*, name: object, description: object, parameters: object) -> tuple[str, str, dict[str, Any]]:
+def validate_tool(*, name: object, description: object, parameters: object) -> tuple[str, str, dict[str, object]]:
     """One tool through the registry's own validation."""
     cleaned = validate_tools([{"name": name, "description": description, "parameters": parameters}])[0]
     return cleaned["name"], cleaned["description"], cleaned["parameters"]
@@ -155,7 +155,7 @@ def register_tool(
     name: str,
     actor: Actor,
     description: str = "",
-    parameters: dict[str, Any] | None = None,
+    parameters: dict[str, object] | None = None,
     position: int | None = None,
 ) -> tuple[ToolSetting, bool]:
     """Add a tool or replace the one with that name. Returns (tool, changed);
