@@ -173,7 +173,7 @@ def near_cap_files(agents: QuerySet[Agent]) -> QuerySet[MemoryFile]:
     )
 
 
-def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile]:
+def stale_files(agents: QuerySet[Agent], now: datetime | None = None) -> QuerySet[MemoryFile]:
     """Existing files not changed within their agent's staleness TTL (0 = never
     stale). One Q per distinct TTL keeps the comparison in SQL on every backend."""
     now = now or timezone.now()

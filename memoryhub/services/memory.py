@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -75,7 +75,7 @@ def get_file(*, agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
     return MemoryFile.objects.filter(agent=agent, kind=kind, user_ref=user_ref).first()
 
 
-def is_stale(*, agent: Agent, file: MemoryFile | None, now: Any = None) -> bool:
+def is_stale(*, agent: Agent, file: MemoryFile | None, now: datetime | None = None) -> bool:
     if file is None or not file.exists or agent.staleness_ttl_days == 0:
         return False
     now = now or timezone.now()

@@ -90,7 +90,7 @@ def _redacted_rationale(rationale: object, text: str) -> list[dict[str, object]]
              "summary": text, "reason": text} for item in items]
 
 
-def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str | None, now: Any) -> int:
+def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str | None, now: str | None) -> int:
     table, key = TARGETS[what]
     marks = ", ".join("%s" for _ in ids)
     stamps = "redacted_at = %s, redacted_by = %s"

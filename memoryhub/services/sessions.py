@@ -7,7 +7,7 @@ never serves content that was taken out of service after it started.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,7 +28,7 @@ def max_age() -> timedelta:
     return timedelta(seconds=settings.MEMORYHUB_SESSION_MAX_AGE_SECONDS)
 
 
-def is_expired(session: AgentSession, now: Any = None) -> bool:
+def is_expired(session: AgentSession, now: datetime | None = None) -> bool:
     return bool(session.started_at + max_age() <= (now or timezone.now()))
 
 
