@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -17,7 +15,7 @@ from memoryhub.api import TextField, parse_body
 from memoryhub.rest import StaffAPIView, error_responses
 
 
-def pair_detail(pair: ConsolidationPair | None) -> dict[str, Any]:
+def pair_detail(pair: ConsolidationPair | None) -> dict[str, object]:
     if pair is None:
         return {"needs_attention": False, "reason": "", "code": "", "clears_when": "", "since": None,
                 "next_attempt_at": None, "transient_failures": 0}
@@ -32,7 +30,7 @@ def pair_detail(pair: ConsolidationPair | None) -> dict[str, Any]:
     }
 
 
-def run_detail(run: ConsolidationRun) -> dict[str, Any]:
+def run_detail(run: ConsolidationRun) -> dict[str, object]:
     return {
         "id": run.pk,
         "agent": run.agent.slug,

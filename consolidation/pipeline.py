@@ -165,7 +165,7 @@ def carry_over(state: FileState, proposal: Proposal) -> FileState:
     )
 
 
-def orient_counts(files: dict[str, FileState]) -> dict[str, Any]:
+def orient_counts(files: dict[str, FileState]) -> dict[str, object]:
     counts: dict[str, Any] = {}
     for kind, state in files.items():
         counts[kind] = {"version": state.version, "entries": len(state.base_entries), "chars": len(state.content),
@@ -189,7 +189,7 @@ class Gathered:
     # More entries are waiting than one run reads (MAX_SIGNALS_PER_RUN).
     backlog: bool = False
 
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, object]:
         found: dict[str, Any] = {
             "entries": self.read,
             "signals": len(self.signals),

@@ -14,14 +14,13 @@ proposal rationale and content.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from consolidation import entries as md
 
 _ITEM_PREFIXES = ("- ", "* ", "+ ")
 
 
-def _ids(values: Any) -> list[int]:
+def _ids(values: object) -> list[int]:
     found: list[int] = []
     for value in values if isinstance(values, list | tuple) else ():
         if isinstance(value, bool):
@@ -33,7 +32,7 @@ def _ids(values: Any) -> list[int]:
     return found
 
 
-def evidence_by_entry(rationale: Iterable[Any], *, file: str | None = None) -> dict[str, list[int]]:
+def evidence_by_entry(rationale: Iterable[object], *, file: str | None = None) -> dict[str, list[int]]:
     """{entry text: sorted log ids} from a rationale; `file` keeps one file's changes."""
     found: dict[str, set[int]] = {}
     for change in rationale:
@@ -60,7 +59,7 @@ def line_entry(line: str) -> str:
     return md.normalise(stripped)
 
 
-def evidence_for_lines(rationale: Iterable[Any], content: str) -> list[list[int]]:
+def evidence_for_lines(rationale: Iterable[object], content: str) -> list[list[int]]:
     """One list of log ids per line of `content` (content.splitlines()):
     what the proposal cited for the entry on that line; [] for blank lines,
     headings and entries the proposal did not write."""

@@ -289,8 +289,8 @@ def _finish(
     *,
     status: str,
     error: str = "",
-    counts: dict[str, Any] | None = None,
-    usage: dict[str, Any] | None = None,
+    counts: dict[str, object] | None = None,
+    usage: dict[str, object] | None = None,
     high_water_mark: int | None = None,
     failure: str = Failure.NONE,
     code: str = "",
@@ -382,7 +382,7 @@ def consumed_mark(*, agent: Agent, user_ref: str) -> int:
     return int(mark or 0)
 
 
-def _usage(result: BackendResult | BackendError) -> dict[str, Any]:
+def _usage(result: BackendResult | BackendError) -> dict[str, object]:
     return {
         "model": str(getattr(result, "model", "") or "")[:200],
         "tokens_in": int(getattr(result, "tokens_in", 0) or 0),
@@ -580,7 +580,7 @@ def _continue(run: ConsolidationRun) -> None:
 
 
 def _fail_after_rollback(
-    run: ConsolidationRun, *, reason: str, counts: dict[str, Any], usage: dict[str, Any], failure: str,
+    run: ConsolidationRun, *, reason: str, counts: dict[str, object], usage: dict[str, object], failure: str,
     code: str,
 ) -> None:
     run.status = RunStatus.RUNNING  # the rolled-back _finish set it on the instance only

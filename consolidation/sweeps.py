@@ -9,20 +9,18 @@ redaction path; pairs are plain rows."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from memoryhub.services import sweep
 
 
-def _runs(scope: sweep.Scope) -> QuerySet[Any]:
+def _runs(scope: sweep.Scope) -> QuerySet[Model]:
     from consolidation.models import ConsolidationRun
 
     return ConsolidationRun.objects.filter(agent_id__in=scope.agent_ids, user_ref=scope.user_ref)
 
 
-def _pairs(scope: sweep.Scope) -> QuerySet[Any]:
+def _pairs(scope: sweep.Scope) -> QuerySet[Model]:
     from consolidation.models import ConsolidationPair
 
     return ConsolidationPair.objects.filter(agent_id__in=scope.agent_ids, user_ref=scope.user_ref)

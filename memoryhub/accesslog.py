@@ -50,7 +50,7 @@ def request_line_without_query(line: str) -> str:
 
 
 class GunicornLogger(glogging.Logger):  # type: ignore[misc]
-    def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
+    def atoms(self, resp: object, req: object, environ: object, request_time: object) -> dict[str, object]:
         atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
         if query_strings_logged():
             return atoms

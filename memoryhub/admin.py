@@ -52,13 +52,13 @@ HistoricalMemoryFile = MemoryFile.history.model  # type: ignore[attr-defined]
 class ReadOnlyMixin:
     """View only: no add, change or delete, whoever asks (superusers too)."""
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
@@ -94,7 +94,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(n_agents=Count("agents", distinct=True))
 
     @admin.display(description="agents", ordering="n_agents")
-    def agent_count(self, obj: Any) -> int:
+    def agent_count(self, obj: object) -> int:
         return int(getattr(obj, "n_agents", 0))
 
     @admin.display(description="governed settings")
@@ -104,17 +104,17 @@ class WorkspaceAdmin(admin.ModelAdmin):
                     "the safe defaults.")
         return _settings_link(reverse("workspace-settings", args=[obj.slug]), "these")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> tuple[str, ...]:
         # Slugs appear in URLs and audit trails; renaming one breaks both.
         # Governed settings change only through services.update_workspace
         # (the settings page, staff REST), never as a silent no-op here.
         return ("slug", "settings_page", *WORKSPACE_GOVERNED, "created_at") if obj else (
             "settings_page", *WORKSPACE_GOVERNED, "created_at")
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def save_model(self, request: HttpRequest, obj: Workspace, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: Workspace, form: object, change: bool) -> None:
         if change:
             obj.save(update_fields=["name"])
             services.record_event(
@@ -141,11 +141,11 @@ class MembershipAdmin(admin.ModelAdmin):
     raw_id_fields = ("user",)
     readonly_fields = ("created_at",)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> tuple[str, ...]:
         # One role per user and workspace: change the role, not the pair.
         return ("user", "workspace", "created_at") if obj else ("created_at",)
 
-    def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: Membership, form: object, change: bool) -> None:
         membership, _ = services.set_role(user=obj.user, workspace=obj.workspace, role=obj.role,
                                           actor_user=request.user)
         obj.pk, obj.created_at = membership.pk, membership.created_at
@@ -171,7 +171,7 @@ class ToolSettingInline(admin.TabularInline):
     readonly_fields = fields
     can_delete = False
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
@@ -216,7 +216,7 @@ class AgentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         # History, proposals and logs point at agents: deactivate instead.
         return False
 
@@ -255,17 +255,17 @@ class SecretAdmin(admin.ModelAdmin):
     New ones come from issue_agent_key / issue_token, which show the raw
     value once; the admin could not."""
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
     @admin.display(description="status", ordering="revoked_at")
     def status(self, obj: Any) -> str:
         return "revoked" if obj.revoked_at else "active"
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: Any, form: object, change: bool) -> None:
         # Only the label: a whole-row save could undo a revocation or a
         # last_used_at update that happened while the form was open.
         obj.save(update_fields=["name"])
@@ -340,11 +340,11 @@ class MemoryFileAdmin(ReadOnlyMixin, SimpleHistoryAdmin):
     def chars(self, obj: MemoryFile) -> int:
         return len(obj.content)
 
-    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
+    def revert_disabled(self, request: HttpRequest, obj: object = None) -> bool:
         return True
 
     def history_form_view(
-        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
+        self, request: HttpRequest, object_id: str, version_id: str, extra_context: object = None
     ) -> HttpResponse:
         if request.method not in ("GET", "HEAD"):
             raise PermissionDenied("Memory history is read-only; roll back from the review console.")
@@ -442,7 +442,7 @@ class AgentSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return super().get_queryset(request).annotate(n_entries=Count("entries"))
 
     @admin.display(description="entries", ordering="n_entries")
-    def entry_count(self, obj: Any) -> int:
+    def entry_count(self, obj: object) -> int:
         return int(getattr(obj, "n_entries", 0))
 
 
@@ -502,7 +502,7 @@ class MemoryHubUserAdmin(DjangoUserAdmin):
     actions = ("deactivate_users",)
     list_display = ("username", "email", "is_active", "is_staff", "is_superuser", "last_login")
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
     @admin.action(description="Deactivate selected users", permissions=["change"])

@@ -44,7 +44,7 @@ class TextField(serializers.CharField):
 
     default_error_messages = {"not_text": "Must be a string."}
 
-    def to_internal_value(self, data: Any) -> str:
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("not_text")
         return super().to_internal_value(data)  # type: ignore[no-any-return]
@@ -70,7 +70,8 @@ def parse_if_match(value: str | None) -> int | None:
     return int(match.group(1))
 
 
-def absent_nulls(fields: Mapping[str, serializers.Field[Any, Any, Any, Any]], data: dict[str, Any]) -> dict[str, Any]:
+def absent_nulls(fields: Mapping[str, serializers.Field[object, object, object, object]],
+                 data: dict[str, object]) -> dict[str, object]:
     """`null` for an optional field means the field is absent: clients
     generated from a schema, and models in strict mode, send `"reason":
     null` for what they leave out. Only where null has no meaning of its own
@@ -89,7 +90,7 @@ def absent_nulls(fields: Mapping[str, serializers.Field[Any, Any, Any, Any]], da
     return cleaned
 
 
-def _absent_nulls_in(field: Any, value: Any) -> Any:
+def _absent_nulls_in(field: object, value: object) -> object:
     if isinstance(field, serializers.ListSerializer | serializers.ListField) and isinstance(value, list):
         return [_absent_nulls_in(field.child, item) for item in value]
     if isinstance(field, serializers.Serializer) and isinstance(value, dict):
@@ -101,7 +102,7 @@ def _absent_nulls_in(field: Any, value: Any) -> Any:
     return value
 
 
-def parse_input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+def parse_input(serializer_class: type[serializers.Serializer], data: object) -> dict[str, Any]:
     """A request body through its InputSerializer, the one door every API
     body passes (agent and staff routes alike)."""
     if not isinstance(data, dict):
@@ -294,7 +295,7 @@ class ToolsView(AgentAPIView):
         tools = ToolSerializer(many=True)
 
     @staticmethod
-    def shape(tools: list[ToolSetting]) -> dict[str, Any]:
+    def shape(tools: list[ToolSetting]) -> dict[str, object]:
         return {"tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]}
 
     @extend_schema(operation_id="list_tools", responses={200: OutputSerializer, **error_responses(401, 403, 429)})

@@ -9,7 +9,6 @@ ever be granted to an agent key by accident.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -43,7 +42,7 @@ def _bearer(request: Request) -> str | None:
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+    def authenticate(self, request: Request) -> tuple[object, object] | None:
         secret = _bearer(request)
         if secret is None:
             return None
@@ -70,7 +69,7 @@ class SessionAuthentication(authentication.SessionAuthentication):
 class IsAgent(permissions.BasePermission):
     message = "This route is for agents: authenticate with the agent's API key."
 
-    def has_permission(self, request: Request, view: Any) -> bool:
+    def has_permission(self, request: Request, view: object) -> bool:
         if isinstance(request.auth, AgentAuth):
             return True
         if not (request.user and request.user.is_authenticated):
@@ -81,7 +80,7 @@ class IsAgent(permissions.BasePermission):
 class IsStaff(permissions.BasePermission):
     message = "This route is for staff: agent keys cannot use it."
 
-    def has_permission(self, request: Request, view: Any) -> bool:
+    def has_permission(self, request: Request, view: object) -> bool:
         if isinstance(request.auth, AgentAuth):
             return False
         if not (request.user and request.user.is_authenticated):
@@ -95,7 +94,7 @@ class BearerScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-c
     target_class = "memoryhub.authentication.BearerAuthentication"
     name = "bearer"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
         return {
             "type": "http",
             "scheme": "bearer",
@@ -107,6 +106,6 @@ class SessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-
     target_class = "memoryhub.authentication.SessionAuthentication"
     name = "session"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
         return {"type": "apiKey", "in": "cookie", "name": "sessionid",
                 "description": "A signed-in staff session (the web console); unsafe methods need the CSRF token."}

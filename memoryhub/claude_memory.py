@@ -83,7 +83,7 @@ def _listing(user_ref: str | None) -> str:
     return names
 
 
-def _refuse(cls: type[errors.DomainError], text: str, *, user_ref: str | None, **extra: Any) -> errors.DomainError:
+def _refuse(cls: type[errors.DomainError], text: str, *, user_ref: str | None, **extra: object) -> errors.DomainError:
     """An error whose sentence ends with what exists, as the tool's errors
     should: the model can pick a real path on its next call."""
     return cls(f"{text} The memory directory holds exactly these files: {_listing(user_ref)}.",
@@ -94,7 +94,7 @@ def _is_root(path: str) -> bool:
     return path.rstrip("/") == ROOT
 
 
-def kind_of(path: Any, *, user_ref: str | None, command: str) -> str:
+def kind_of(path: object, *, user_ref: str | None, command: str) -> str:
     """The memory file a `/memories/…` path names, or an error listing the
     files there are."""
     if not isinstance(path, str) or not path:
@@ -129,7 +129,7 @@ def _served(agent: Agent, kind: str, user_ref: str | None) -> tuple[services.Fil
     return view, context.serve_file(content=view.content, withheld=view.withheld).text
 
 
-def view(*, agent: Agent, user_ref: str | None, path: Any, view_range: Any = None) -> Answer:
+def view(*, agent: Agent, user_ref: str | None, path: object, view_range: object = None) -> Answer:
     if isinstance(path, str) and _is_root(path):
         served = [(kind, _served(agent, kind, user_ref)[1]) for kind in files_for(user_ref)]
         lines = [f"{_size(''.join(text for _, text in served))}\t{ROOT}"]
@@ -199,7 +199,7 @@ def _snippet(content: str, old: str, new: str, result: str) -> str:
     return "\n".join(f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{lines[n]}" for n in range(first, last))
 
 
-def _text(value: Any, name: str, command: str, *, blank: bool = True) -> str:
+def _text(value: object, name: str, command: str, *, blank: bool = True) -> str:
     if not isinstance(value, str):
         raise errors.Invalid(f"{command} needs `{name}` (a string).", field=name)
     if not blank and not value:
@@ -229,7 +229,7 @@ def _written(agent: Agent, kind: str, path: str, result: services.WriteResult, d
     return Answer(text, write=result, file=kind, version=result.version)
 
 
-def create(*, agent: Agent, user_ref: str | None, path: Any, file_text: Any, reason: str,
+def create(*, agent: Agent, user_ref: str | None, path: Any, file_text: object, reason: str,
            expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="create")
     text = _text(file_text, "file_text", "create")
@@ -251,7 +251,7 @@ def _user(kind: str, user_ref: str | None) -> str | None:
     return user_ref if kind in USER_FILES else None
 
 
-def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: Any, new_str: Any, reason: str,
+def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: object, new_str: Any, reason: str,
                 expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="str_replace")
     old = _text(old_str, "old_str", "str_replace", blank=False)
@@ -277,7 +277,7 @@ def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: Any, 
     return _written(agent, kind, path, result, done)
 
 
-def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: Any, insert_text: Any, reason: str,
+def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: object, insert_text: object, reason: str,
            expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="insert")
     if not isinstance(insert_line, int) or isinstance(insert_line, bool):
@@ -290,7 +290,8 @@ def insert(*, agent: Agent, user_ref: str | None, path: Any, insert_line: Any, i
     return _written(agent, kind, path, result, f"The file {path} has been edited.")
 
 
-def run(*, agent: Agent, user_ref: str | None, command: dict[str, Any], expected_version: int | None = None) -> Answer:
+def run(*, agent: Agent, user_ref: str | None, command: dict[str, object],
+        expected_version: int | None = None) -> Answer:
     """One memory tool command, as the agent (the acting principal)."""
     name = command.get("command")
     reason = f"Claude memory tool: {name}"

@@ -194,7 +194,7 @@ def tools_digest(tools: Iterable[ToolSetting]) -> str:
 
 
 def file_part(*, agent: Agent, kind: str, content: str, version: int, withheld: bool = False,
-              prefix: str = "") -> dict[str, Any] | None:
+              prefix: str = "") -> dict[str, object] | None:
     """One injected file as a part: heading, served text, usage line and,
     past a soft limit, the compress instruction. None for an absent file."""
     if not content:
@@ -262,7 +262,7 @@ def assemble(
     files: dict[str, MemoryFile],
     tools: Sequence[ToolSetting],
     strategy: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Build the context payload from loaded rows. No queries happen here."""
     strategy = strategy or agent.strategy
     injected = INJECTED[strategy]
@@ -316,8 +316,8 @@ def assemble(
 _SECTION_KEYS = ("chars", "limit", "blocked", "withheld", "split_with")
 
 
-def render(*, agent: Agent, user_ref: str, strategy: str, parts: list[dict[str, Any]], snapshot: dict[str, Any],
-           on_demand: list[str]) -> dict[str, Any]:
+def render(*, agent: Agent, user_ref: str, strategy: str, parts: list[dict[str, Any]], snapshot: dict[str, object],
+           on_demand: list[str]) -> dict[str, object]:
     """The payload served to the agent, from its parts. The parts travel
     with it under "_parts" (stripped by the API) so a session can keep them."""
     counter = counter_for(agent.token_encoding)
@@ -343,12 +343,12 @@ def render(*, agent: Agent, user_ref: str, strategy: str, parts: list[dict[str, 
     }
 
 
-def public(payload: dict[str, Any]) -> dict[str, Any]:
+def public(payload: dict[str, object]) -> dict[str, object]:
     """The payload without its internal parts, as the API answers it."""
     return {key: value for key, value in payload.items() if key != "_parts"}
 
 
-def etag_for(*, agent: Agent, user_ref: str, system_prompt: str, snapshot: dict[str, Any]) -> str:
+def etag_for(*, agent: Agent, user_ref: str, system_prompt: str, snapshot: dict[str, object]) -> str:
     material = json.dumps([agent.pk, user_ref, snapshot, agent.token_encoding, system_prompt], sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
@@ -361,7 +361,7 @@ def load_tools(agent: Agent) -> list[ToolSetting]:
     return list(ToolSetting.objects.filter(agent=agent))
 
 
-def build_context(*, agent: Agent, user_ref: str, strategy: str | None = None) -> dict[str, Any]:
+def build_context(*, agent: Agent, user_ref: str, strategy: str | None = None) -> dict[str, object]:
     return assemble(agent=agent, user_ref=user_ref, files=load_rows(agent=agent, user_ref=user_ref),
                     tools=load_tools(agent), strategy=strategy)
 
@@ -386,7 +386,7 @@ def cache_key(*, agent: Agent, user_ref: str, files: dict[str, MemoryFile]) -> s
             f"{_digest(material)}")
 
 
-def cached_context(*, agent: Agent, user_ref: str) -> dict[str, Any]:
+def cached_context(*, agent: Agent, user_ref: str) -> dict[str, object]:
     """The agent's context through the cache; the payload is assembled from
     the very rows its key was computed from. The database answers alone
     when the cache is down."""
@@ -411,7 +411,7 @@ def cached_context(*, agent: Agent, user_ref: str) -> dict[str, Any]:
 
 
 def session_payload(*, agent: Agent, user_ref: str, frozen: dict[str, Any], parts: list[dict[str, Any]],
-                    files: dict[str, MemoryFile]) -> dict[str, Any]:
+                    files: dict[str, MemoryFile]) -> dict[str, object]:
     """A session's frozen context, served again. Parts whose version was
     taken out of service are rebuilt from the file's current state ([WITHHELD]
     while it is withheld); a change of scanner rules re-serves every file part

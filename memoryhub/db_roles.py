@@ -17,16 +17,20 @@ set (apps.py), so tables added later are granted too.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from memoryhub import immutability
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 # Never deleted by the app: an absent file is empty content; decided
 # proposals and finished runs are kept (open ones are never deleted either).
 NO_DELETE = (immutability.SERVED, immutability.PROPOSAL, immutability.RUN)
 
 
-def grant_sql(role: str, tables: list[str], quote: Any) -> list[str]:
+def grant_sql(role: str, tables: list[str], quote: Callable[[str], str]) -> list[str]:
     name = quote(role)
     statements = [
         f"GRANT USAGE ON SCHEMA public TO {name}",
@@ -46,7 +50,7 @@ def grant_sql(role: str, tables: list[str], quote: Any) -> list[str]:
 REDACT_SIGNATURE = f"{immutability.REDACT_FUNCTION}(text, bigint[], text, text, text)"
 
 
-def grant(connection: Any, role: str) -> None:
+def grant(connection: BaseDatabaseWrapper, role: str) -> None:
     if connection.vendor != "postgresql" or not role:
         return
     with connection.cursor() as cursor:

@@ -110,7 +110,7 @@ class DemoAgent:
     users: tuple[DemoUser, ...]
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _schema(properties: dict[str, object], required: list[str]) -> dict[str, object]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
@@ -824,7 +824,7 @@ AGENTS: tuple[DemoAgent, ...] = (
 
 # The consolidation proposal's rationale: each item cites the log lines it
 # rests on, by their exact text (ids are looked up after the logs exist).
-def _consolidation_rationale(evidence: Callable[[str], int]) -> list[dict[str, Any]]:
+def _consolidation_rationale(evidence: Callable[[str], int]) -> list[dict[str, object]]:
     return [
         {
             "kind": "supersede",
@@ -920,7 +920,7 @@ def logins_table() -> str:
 
 
 class _Seeder:
-    def __init__(self, log: Callable[[str], Any] | None) -> None:
+    def __init__(self, log: Callable[[str], object] | None) -> None:
         self.report = SeedReport()
         self._log = log or (lambda _message: None)
 
@@ -982,7 +982,7 @@ class _Seeder:
     # files
 
     def file_versions(
-        self, *, agent: Agent, kind: str, user_ref: str, versions: tuple[str, ...], admin: Any, reviewer: Actor
+        self, *, agent: Agent, kind: str, user_ref: str, versions: tuple[str, ...], admin: object, reviewer: Actor
     ) -> None:
         """Bring the file to the last of `versions`, one version each, only
         if its history so far is exactly the seeded one."""
@@ -1138,7 +1138,7 @@ class _Seeder:
         self.report.add("pending proposals")
 
 
-def _seed_base(seeder: _Seeder, *, sessions: bool) -> tuple[dict[str, Agent], dict[str, Any]]:
+def _seed_base(seeder: _Seeder, *, sessions: bool) -> tuple[dict[str, Agent], dict[str, object]]:
     workspace, created = services.ensure_workspace(slug=WORKSPACE_SLUG, name=WORKSPACE_NAME)
     if created:
         seeder.report.add("workspaces")
@@ -1213,7 +1213,7 @@ def _seed_history(seeder: _Seeder) -> None:
     seeder.say(f"  {demo_history.HISTORY_DAYS} days of history")
 
 
-def seed_demo(*, log: Callable[[str], Any] | None = None, history: bool = True) -> SeedReport:
+def seed_demo(*, log: Callable[[str], object] | None = None, history: bool = True) -> SeedReport:
     """Create whatever part of the demo data is missing. Each object is
     created in its own service transaction, so an interrupted run leaves a
     consistent database that the next run completes. On an empty database the

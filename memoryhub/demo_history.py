@@ -83,7 +83,7 @@ def demo_clock(moment: datetime) -> Iterator[datetime]:
 
     class Shifted(real):  # type: ignore[valid-type,misc]
         @classmethod
-        def now(cls, tz: Any = None) -> datetime:
+        def now(cls, tz: object = None) -> datetime:
             return real.now(tz) + offset  # type: ignore[no-any-return]
 
     module.datetime = Shifted
@@ -226,5 +226,5 @@ class _History:
                     self.report.add("history approvals")
 
 
-def play(*, agents: dict[str, Agent], users: dict[str, Any], now: datetime, report: Any) -> None:
+def play(*, agents: dict[str, Agent], users: dict[str, object], now: datetime, report: object) -> None:
     _History(agents=agents, users=users, now=now, report=report).play()

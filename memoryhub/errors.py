@@ -7,19 +7,17 @@ them into responses. Extra keyword arguments travel to the error body
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class DomainError(Exception):
     code = "invalid"
     status = 400
 
-    def __init__(self, detail: str, **extra: Any) -> None:
+    def __init__(self, detail: str, **extra: object) -> None:
         super().__init__(detail)
         self.detail = detail
         self.extra = extra
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"code": self.code, "detail": self.detail, **self.extra}
 
 

@@ -10,7 +10,6 @@ answer in the same shape. Every builder here works without the database.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -36,7 +35,7 @@ def wants_json(request: HttpRequest) -> bool:
 
 
 def error_response(request: HttpRequest, *, status: int, code: str, detail: str,
-                   headers: dict[str, str] | None = None, **extra: Any) -> HttpResponse:
+                   headers: dict[str, str] | None = None, **extra: object) -> HttpResponse:
     """The API's error body on /api/, a plain text page elsewhere."""
     if wants_json(request):
         body = json.dumps({"error": {"code": code, "detail": detail, **extra}})

@@ -118,7 +118,7 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
     """Decorate an APIView's handler that creates or changes something."""
 
     @functools.wraps(handler)
-    def wrapper(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
+    def wrapper(view: Any, request: Request, *args: object, **kwargs: object) -> Response:
         key = _key(request)
         if key is None:
             return handler(view, request, *args, **kwargs)
@@ -157,6 +157,6 @@ def idempotent(handler: Callable[..., Response]) -> Callable[..., Response]:
     return wrapper
 
 
-def purge_expired(*, now: Any = None) -> int:
+def purge_expired(*, now: object = None) -> int:
     deleted, _ = IdempotencyRecord.objects.filter(expires_at__lt=now or timezone.now()).delete()
     return int(deleted)

@@ -67,9 +67,12 @@ recreate the triggers around a flush (tests/conftest.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, transaction
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 # How far a row's own timestamp may lie behind the database clock at INSERT:
 # app servers' clocks drift, and a timestamp is taken before its INSERT runs.
@@ -609,7 +612,7 @@ _SQLITE_WINDOW = [
 ]
 
 
-def open_seed_window(connection: Any, note: str) -> bool:
+def open_seed_window(connection: BaseDatabaseWrapper, note: str) -> bool:
     """Open the one seeding window, inside the caller's transaction; False
     when the database refuses (not empty, or a window was opened before)."""
     try:
@@ -620,14 +623,14 @@ def open_seed_window(connection: Any, note: str) -> bool:
     return True
 
 
-def database_is_empty(connection: Any) -> bool:
+def database_is_empty(connection: BaseDatabaseWrapper) -> bool:
     """The condition under which the database accepts a seeding window."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT CASE WHEN {_EMPTY} THEN 1 ELSE 0 END")
         return bool(cursor.fetchone()[0])
 
 
-def may_open_seed_window(connection: Any) -> bool:
+def may_open_seed_window(connection: BaseDatabaseWrapper) -> bool:
     """Whether the connected role may insert the window row at all: on
     PostgreSQL only the tables' owner may (memoryhub.db_roles)."""
     if connection.vendor != "postgresql":
@@ -637,13 +640,13 @@ def may_open_seed_window(connection: Any) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-def close_seed_window(connection: Any) -> None:
+def close_seed_window(connection: BaseDatabaseWrapper) -> None:
     now = "clock_timestamp()" if connection.vendor == "postgresql" else "strftime('%Y-%m-%d %H:%M:%f', 'now')"
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {SEED_WINDOW} SET closed_at = {now} WHERE id = 1 AND closed_at IS NULL")
 
 
-def seed_window(connection: Any) -> tuple[Any, Any, str] | None:
+def seed_window(connection: BaseDatabaseWrapper) -> tuple[object, object, str] | None:
     """(opened_at, closed_at, note) of the seeding window, if one was ever opened."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT opened_at, closed_at, note FROM {SEED_WINDOW} WHERE id = 1")
@@ -654,7 +657,7 @@ def seed_window(connection: Any) -> tuple[Any, Any, str] | None:
 # --- install / uninstall -------------------------------------------------------------
 
 
-def _present(connection: Any, tables: tuple[str, ...]) -> list[str]:
+def _present(connection: BaseDatabaseWrapper, tables: tuple[str, ...]) -> list[str]:
     """Those of `tables` that exist yet (consolidation's may come later)."""
     with connection.cursor() as cursor:
         existing = set(connection.introspection.table_names(cursor))
@@ -689,7 +692,7 @@ def uninstall_sql(vendor: str, tables: tuple[str, ...] | list[str] = GUARDED_TAB
     return []
 
 
-def install(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
+def install(connection: BaseDatabaseWrapper, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
     tables_present = _present(connection, tables)
     with connection.cursor() as cursor:
         columns = {table: [c.name for c in connection.introspection.get_table_description(cursor, table)]
@@ -722,7 +725,7 @@ def end_migrating(connection: Any) -> None:
     connection.memoryhub_migrating = False
 
 
-def uninstall(connection: Any, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
+def uninstall(connection: BaseDatabaseWrapper, tables: tuple[str, ...] = GUARDED_TABLES) -> None:
     tables_present = _present(connection, tables)
     with connection.cursor() as cursor:
         for sql in uninstall_sql(connection.vendor, tables_present):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
@@ -16,11 +15,11 @@ from django.core.serializers.json import DjangoJSONEncoder
 CHUNK_CHARS = 64 * 1024
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False)
 
 
-def stream_object(header: dict[str, Any], lists: Iterable[tuple[str, Iterable[dict[str, Any]]]]) -> Iterator[str]:
+def stream_object(header: dict[str, object], lists: Iterable[tuple[str, Iterable[dict[str, object]]]]) -> Iterator[str]:
     """`{...header, "name": [rows…], …}` in pieces. Each list's rows are
     pulled lazily, so a list may be a generator over `QuerySet.iterator()`."""
     buffer: list[str] = []

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
@@ -66,7 +65,8 @@ def _wait_text(delta: timedelta) -> str:
     return f"{math.ceil(minutes / 60)} hours"
 
 
-def lockout_response(request: HttpRequest, original_response: Any = None, credentials: Any = None) -> HttpResponse:
+def lockout_response(request: HttpRequest, original_response: object = None,
+                     credentials: object = None) -> HttpResponse:
     message = (f"Too many failed sign-ins for this account or from this address. Sign-in is paused for "
                f"{_wait_text(cool_off(request))}; each further failure restarts the wait.")
     form = AuthenticationForm(request, data=None)
@@ -79,8 +79,8 @@ def lockout_response(request: HttpRequest, original_response: Any = None, creden
 
 
 @receiver(user_login_failed)
-def audit_failed_login(sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None,
-                       **kwargs: Any) -> None:
+def audit_failed_login(sender: object, credentials: dict[str, object], request: HttpRequest | None = None,
+                       **kwargs: object) -> None:
     from memoryhub import services
 
     username = str(credentials.get("username", ""))[:150]
@@ -89,8 +89,8 @@ def audit_failed_login(sender: Any, credentials: dict[str, Any], request: HttpRe
                           details={"username": username, "ip": ip})
 
 
-def audit_lockout(sender: Any, request: HttpRequest, username: str | None, ip_address: str | None,
-                  **kwargs: Any) -> None:
+def audit_lockout(sender: object, request: HttpRequest, username: str | None, ip_address: str | None,
+                  **kwargs: object) -> None:
     """One event per lockout, at the failure that starts it; each failure
     during it is audited as a failed sign-in (and restarts the wait)."""
     from memoryhub import services

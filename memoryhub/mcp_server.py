@@ -97,7 +97,7 @@ def _with_pending(agent: Agent, args: dict[str, Any], answer: ToolAnswer) -> Too
     return ToolAnswer("\n".join([answer.text, *lines[:3], pending]), data)
 
 
-def _notes(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _notes(agent: Agent, args: dict[str, object]) -> ToolAnswer:
     if not args.get("user"):
         raise errors.Invalid("Pass `user`: notes belong to one user's conversations.", field="user")
     notes = services.recent_notes(agent=agent, user_ref=args["user"])
@@ -109,7 +109,7 @@ def _notes(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
     return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind='search', text=chr(10).join(lines))}", data)
 
 
-def _note(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _note(agent: Agent, args: dict[str, object]) -> ToolAnswer:
     saved = services.add_note(agent=agent, user_ref=args["user"], text=args["text"], session_id=args.get("session"))
     data = {"entry": saved.entry.pk, "session": saved.session.pk, "created_at": saved.entry.created_at.isoformat(),
             "redacted": saved.redacted, "redacted_rules": saved.redacted_rules}
@@ -203,7 +203,7 @@ HANDLERS: dict[str, Callable[[Agent, dict[str, Any]], ToolAnswer]] = {
 assert set(HANDLERS) == set(tool_schemas.BY_NAME), "every defined tool has a handler, and only those"
 
 
-def run_tool(*, agent: Agent, name: str, arguments: Any) -> ToolAnswer:
+def run_tool(*, agent: Agent, name: str, arguments: object) -> ToolAnswer:
     """One tool call for one agent. Raises DomainError for bad input or a
     refused operation (nothing is stored then)."""
     tool = tool_schemas.BY_NAME.get(name)
@@ -223,7 +223,7 @@ REST_TO_TOOL_FIELDS = {"q": "query"}
 REST_TO_TOOL_WORDS = (("as ?q=…", "as `query`"), ("pass ?user=<user_ref>", "pass `user`"))
 
 
-def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, object]]:
     for rest, tool in REST_TO_TOOL_WORDS:
         detail = detail.replace(rest, tool)
     if extra.get("field") in REST_TO_TOOL_FIELDS:
@@ -231,14 +231,15 @@ def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, A
     return detail, extra
 
 
-def _as_error(code: str, detail: str, extra: dict[str, Any] | None = None) -> types.CallToolResult:
+def _as_error(code: str, detail: str, extra: dict[str, object] | None = None) -> types.CallToolResult:
     detail, extra = _in_tool_words(detail, extra or {})
     body = {"code": code, "detail": detail, **extra}
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{code}: {detail}")],
                                 structured_content={"error": body}, is_error=True)
 
 
-def call_tool_sync(*, agent: Agent | None, agent_slug: str | None, name: str, arguments: Any) -> types.CallToolResult:
+def call_tool_sync(*, agent: Agent | None, agent_slug: str | None, name: str,
+                   arguments: object) -> types.CallToolResult:
     """A tool call as a request of its own: stale connections are dropped
     before and after, as Django does around every request."""
     close_old_connections()
@@ -282,7 +283,7 @@ class ToolThreads:
             self._pool = ThreadPoolExecutor(self.size, thread_name_prefix="mcp-tools")
         return self._pool
 
-    def run(self, function: Callable[..., Any]) -> Callable[..., Any]:
+    def run(self, function: Callable[..., object]) -> Callable[..., Any]:
         return sync_to_async(function, thread_sensitive=False, executor=self.pool)
 
     def take(self) -> tuple[ThreadPoolExecutor | None, int]:
@@ -295,11 +296,11 @@ class ToolThreads:
 TOOL_THREADS = ToolThreads()
 
 
-def build_server(*, agent_slug: str | None = None) -> Server[Any]:
+def build_server(*, agent_slug: str | None = None) -> Server[object]:
     """The MCP server. With `agent_slug` (stdio) every call acts as that
     agent; without it (HTTP) as the agent whose key authenticated the request."""
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(ctx: object, params: object) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
                    for t in tool_schemas.TOOLS]
@@ -326,7 +327,7 @@ async def serve_stdio(agent_slug: str) -> None:
         await serve_until_answered(server, stdin, stdout)
 
 
-async def serve_until_answered(server: Server[Any], stdin: Any, stdout: Any) -> None:
+async def serve_until_answered(server: Server[object], stdin: Any, stdout: Any) -> None:
     """Run the server between stdin and stdout, and when stdin closes, keep
     it running until every request already read has its answer written.
 
@@ -433,7 +434,7 @@ def _authenticate(authorization: str) -> _Checked:
         close_old_connections()
 
 
-def _bad_id(message: Any) -> str | None:
+def _bad_id(message: object) -> str | None:
     """What is wrong with a message's id, if anything: JSON-RPC 2.0 allows a
     string or a number, MCP narrows it to a string or an integer, never
     null. A bad id made the SDK take a request for a notification and answer

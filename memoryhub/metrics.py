@@ -26,7 +26,7 @@ import re
 import time
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.apps import apps
@@ -136,7 +136,7 @@ class DatabaseCollector(Collector):
             yield from self._runs(runs)
         yield from self._scanner(runs)
 
-    def _proposals(self, now: Any) -> Iterator[Metric]:
+    def _proposals(self, now: datetime) -> Iterator[Metric]:
         proposals = self._scope(Proposal.objects.all(), "agent__workspace_id")
         # The SLA is per workspace once workspaces carry one (sla_hours).
         if any(f.name == "sla_hours" for f in Workspace._meta.get_fields()):
@@ -166,7 +166,7 @@ class DatabaseCollector(Collector):
                 decisions.add_metric([ws, status], row["n"])
         yield from (pending, late, by_status, decisions)
 
-    def _files(self, now: Any) -> Iterator[Metric]:
+    def _files(self, now: datetime) -> Iterator[Metric]:
         files = self._scope(MemoryFile.objects.exclude(content=""), "agent__workspace_id").annotate(
             chars=Length("content"), limit=_limit_expression())
         ttl_days = set(self._scope(Agent.objects.exclude(staleness_ttl_days=0), "workspace_id")

@@ -7,8 +7,6 @@ named methods that flip one row.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -447,7 +445,7 @@ class ProposalQuerySet(models.QuerySet["Proposal"]):
     def for_file(self, agent: Agent, kind: str, user_ref: str) -> ProposalQuerySet:
         return self.filter(agent=agent, kind=kind, user_ref=user_ref)
 
-    def in_workspaces(self, workspace_ids: Any) -> ProposalQuerySet:
+    def in_workspaces(self, workspace_ids: object) -> ProposalQuerySet:
         return self.filter(agent__workspace_id__in=workspace_ids)
 
 
@@ -691,7 +689,7 @@ class ChangeQuerySet(models.QuerySet["Change"]):
     def pending(self) -> ChangeQuerySet:
         return self.filter(status=ChangeStatus.PENDING)
 
-    def in_workspaces(self, workspace_ids: Any) -> ChangeQuerySet:
+    def in_workspaces(self, workspace_ids: object) -> ChangeQuerySet:
         return self.filter(workspace_id__in=workspace_ids)
 
 

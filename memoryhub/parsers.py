@@ -39,7 +39,7 @@ def max_body_bytes() -> int:
     return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
 
 
-def problem_in(value: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
+def problem_in(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
     """What makes a parsed JSON value unsafe to pass on, or None. Walks the
     value without recursion, so a deep value cannot overflow the walk."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -90,5 +90,5 @@ class StrictJSONParser(parsers.JSONParser):
         return data
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")

@@ -45,7 +45,7 @@ _OTHER_ERRORS: list[tuple[type[Exception], int, str, str]] = [
 ]
 
 
-def _first_message(detail: Any, path: str = "") -> tuple[str, str]:
+def _first_message(detail: object, path: str = "") -> tuple[str, str]:
     """The first human message in a DRF error detail, with the field it is about."""
     if isinstance(detail, dict):
         for key, value in detail.items():
@@ -59,7 +59,7 @@ def _first_message(detail: Any, path: str = "") -> tuple[str, str]:
     return str(detail), path
 
 
-def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
+def error_body(code: str, detail: str, **extra: object) -> dict[str, object]:
     return {"error": {"code": code, "detail": detail, **extra}}
 
 
@@ -138,7 +138,7 @@ class _FixedWindowThrottle(throttling.SimpleRateThrottle):
 class AgentKeyThrottle(_FixedWindowThrottle):
     scope = "agent"
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
+    def get_cache_key(self, request: Request, view: object) -> str | None:
         if isinstance(request.auth, AgentAuth):
             return f"throttle:agent:{request.auth.key.pk}"
         return None
@@ -147,7 +147,7 @@ class AgentKeyThrottle(_FixedWindowThrottle):
 class StaffThrottle(_FixedWindowThrottle):
     scope = "staff"
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
+    def get_cache_key(self, request: Request, view: object) -> str | None:
         if request.user and request.user.is_authenticated:
             return f"throttle:staff:{request.user.pk}"
         return None
@@ -157,7 +157,7 @@ class _NamedSerializersMixin:
     """Give each view's nested InputSerializer/OutputSerializer a unique
     name, so OpenAPI components don't collide ("ContextOutput", …)."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__doc__ is None:
             # Otherwise the OpenAPI description would be a base class's docstring.

@@ -173,7 +173,7 @@ def near_cap_files(agents: QuerySet[Agent]) -> QuerySet[MemoryFile]:
     )
 
 
-def stale_files(agents: QuerySet[Agent], now: Any = None) -> QuerySet[MemoryFile]:
+def stale_files(agents: QuerySet[Agent], now: datetime | None = None) -> QuerySet[MemoryFile]:
     """Existing files not changed within their agent's staleness TTL (0 = never
     stale). One Q per distinct TTL keeps the comparison in SQL on every backend."""
     now = now or timezone.now()
@@ -282,7 +282,7 @@ def pending_release(agent: Agent, kind: str, user_ref: str) -> Change | None:
     )
 
 
-def cited_ids(rationale: Any) -> list[int]:
+def cited_ids(rationale: object) -> list[int]:
     """The log entry ids a rationale cites, in order, ignoring anything else."""
     return [
         int(i)
@@ -423,7 +423,7 @@ class Dashboard:
 
 
 def dashboard(workspace_ids: list[int], *, since: datetime, runs_by_status: dict[str, int],
-              spend: dict[date, dict[str, Any]]) -> Dashboard:
+              spend: dict[date, dict[str, object]]) -> Dashboard:
     """The queue and decisions per day since `since`, with the consolidation
     figures the caller read (consolidation.services.run_figures: memoryhub
     imports no other app)."""
@@ -491,7 +491,7 @@ def _who(event: AuditEvent) -> str:
     return "system"
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
@@ -538,7 +538,7 @@ def _file_proposals(proposal: Proposal) -> dict[int, dict[str, Any]]:
     }
 
 
-def _revision_chain(rows: dict[int, dict[str, Any]], pk: int) -> set[int]:
+def _revision_chain(rows: dict[int, dict[str, object]], pk: int) -> set[int]:
     """The proposal, what it revises (back to the first) and what superseded
     it (up to the last)."""
     chain = {pk}
@@ -598,7 +598,7 @@ def _add_rollback_step(steps: list[TimelineStep], event: AuditEvent, details: di
         **_common(event, details)))
 
 
-def _add_proposal_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, Any],
+def _add_proposal_step(steps: list[TimelineStep], event: AuditEvent, details: dict[str, object],
                        rows: dict[int, dict[str, Any]], target: int, explained: set[int]) -> None:
     """An event of a proposal in the chain (and "served" after an approval
     that made a version)."""

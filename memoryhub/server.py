@@ -42,7 +42,7 @@ def set_io_timeouts(sock: socket.socket, seconds: float = IO_TIMEOUT_SECONDS) ->
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(seconds))
 
 
-def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+def write_json_error(sock: object, status_int: int, reason: str, mesg: str) -> None:
     body = json.dumps({"error": {"code": _CODES.get(status_int, "invalid"),
                                  "detail": f"{reason}: {mesg}" if mesg else reason}}).encode()
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
@@ -51,11 +51,11 @@ def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None
 
 
 class MemoryHubWorker(ThreadWorker):
-    def handle(self, conn: Any) -> Any:
+    def handle(self, conn: Any) -> object:
         set_io_timeouts(conn.sock)
         return super().handle(conn)
 
-    def handle_error(self, req: Any, client: Any, addr: Any, exc: Any) -> None:
+    def handle_error(self, req: object, client: object, addr: object, exc: object) -> None:
         # gunicorn's base worker writes its refusal through util.write_error.
         original = util.write_error
         util.write_error = write_json_error

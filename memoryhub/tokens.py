@@ -53,7 +53,7 @@ class Counter:
             return _encoded_length(self, text)
         return max(1, -(-len(text) // CHARS_PER_TOKEN_ESTIMATE))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"encoding": self.encoding if not self.estimated else "estimate", "estimated": self.estimated}
 
 

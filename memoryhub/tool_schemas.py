@@ -33,14 +33,14 @@ class ToolDefinition:
     description: str
     parameters: dict[str, Any]
 
-    def as_openai(self) -> dict[str, Any]:
+    def as_openai(self) -> dict[str, object]:
         return {"type": "function",
                 "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
 
-    def as_anthropic(self) -> dict[str, Any]:
+    def as_anthropic(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
-    def as_mcp(self) -> dict[str, Any]:
+    def as_mcp(self) -> dict[str, object]:
         return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
 
 
@@ -77,7 +77,7 @@ _WRITE_OUTCOME = ("If your writes go to review, the answer names a proposal and 
                   "until a person approves it.")
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _object(properties: dict[str, object], required: list[str]) -> dict[str, object]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
@@ -181,7 +181,7 @@ STRICT_FORMATS = ("openai", "anthropic")
 _NULL_NOTE = " Null when you do not need it."
 
 
-def _strict_property(schema: dict[str, Any], *, optional: bool, fmt: str) -> dict[str, Any]:
+def _strict_property(schema: dict[str, Any], *, optional: bool, fmt: str) -> dict[str, object]:
     kept = {key: value for key, value in schema.items() if key in STRICT_KEYWORDS}
     if not optional:
         return kept
@@ -197,7 +197,7 @@ def _strict_property(schema: dict[str, Any], *, optional: bool, fmt: str) -> dic
     return {**kept, "description": description}
 
 
-def strict_parameters(parameters: dict[str, Any], fmt: str = "openai") -> dict[str, Any]:
+def strict_parameters(parameters: dict[str, Any], fmt: str = "openai") -> dict[str, object]:
     """A tool's input schema for a provider's strict mode: closed, every
     property required, the optional ones nullable (`["string", "null"]` for
     openai, `anyOf` with a null branch for anthropic)."""
@@ -210,7 +210,7 @@ def strict_parameters(parameters: dict[str, Any], fmt: str = "openai") -> dict[s
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def render_strict(fmt: str) -> list[dict[str, Any]]:
+def render_strict(fmt: str) -> list[dict[str, object]]:
     if fmt == "openai":
         return [{"type": "function", "function": {"name": tool.name, "description": tool.description,
                                                   "parameters": strict_parameters(tool.parameters, fmt),
@@ -225,7 +225,7 @@ def render_strict(fmt: str) -> list[dict[str, Any]]:
     return render(fmt)  # the unknown format's 400
 
 
-def render(fmt: str, *, strict: bool = False) -> list[dict[str, Any]]:
+def render(fmt: str, *, strict: bool = False) -> list[dict[str, object]]:
     """The tools in one function-calling format: openai, anthropic or mcp
     (with `strict`, for the providers' strict modes)."""
     if strict:
@@ -239,12 +239,12 @@ def render(fmt: str, *, strict: bool = False) -> list[dict[str, Any]]:
     raise errors.Invalid(f"format must be one of {', '.join(FORMATS)}, not {fmt[:40]!r}.", field="format")
 
 
-def _takes_null(schema: Any) -> bool:
+def _takes_null(schema: object) -> bool:
     kind = schema.get("type") if isinstance(schema, dict) else None
     return kind == "null" or (isinstance(kind, list) and "null" in kind)
 
 
-def absent_nulls(parameters: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+def absent_nulls(parameters: dict[str, Any], arguments: dict[str, object]) -> dict[str, object]:
     """`null` for an optional argument means it was left out: models in
     strict mode must send every property and send `"user": null` for the
     ones they do not use. A required argument, or one whose schema takes
@@ -259,7 +259,7 @@ def absent_nulls(parameters: dict[str, Any], arguments: dict[str, Any]) -> dict[
 _TYPE_WORDS = {"string": "a string", "integer": "a whole number", "object": "an object", "boolean": "true or false"}
 
 
-def check_arguments(tool: ToolDefinition, arguments: Any) -> dict[str, Any]:
+def check_arguments(tool: ToolDefinition, arguments: object) -> dict[str, object]:
     """The arguments of one call, checked against the tool's schema, or
     Invalid with a sentence naming the argument and what is wrong with it."""
     if arguments is None:

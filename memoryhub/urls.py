@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -38,7 +37,7 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
     )
 
 
-def server_error(request: HttpRequest, *args: Any) -> HttpResponse:
+def server_error(request: HttpRequest, *args: object) -> HttpResponse:
     # Called inside Django's `except` block, wherever the error came from
     # (a middleware, a view, a template): a database that is down or too
     # slow is a 503 to retry, not a 500.

@@ -4,8 +4,6 @@ of an answer, except a generated one, once, in the answer that created it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -17,7 +15,7 @@ from notifications import services
 from notifications.models import EVENTS, Webhook
 
 
-def webhook_detail(hook: Webhook) -> dict[str, Any]:
+def webhook_detail(hook: Webhook) -> dict[str, object]:
     return {
         "id": hook.pk,
         "workspace": hook.workspace.slug,

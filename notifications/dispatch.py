@@ -77,7 +77,7 @@ def payload_for(event: AuditEvent, name: str) -> dict[str, Any]:
     }
 
 
-def on_audit_event(event: AuditEvent, target: Any) -> None:
+def on_audit_event(event: AuditEvent, target: object) -> None:
     name = EVENT_FOR_ACTION.get(event.action)
     if name is None or event.workspace_id is None:
         return

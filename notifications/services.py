@@ -86,7 +86,7 @@ def _refused(refusal: destinations.Refusal, host: str) -> errors.Invalid:
                           address=refusal.address, range=refusal.network)
 
 
-def validate_url(url: Any) -> str:
+def validate_url(url: object) -> str:
     if not isinstance(url, str) or not url.strip() or len(url) > URL_MAX or not url.isprintable():
         raise errors.Invalid(f"url must be an http or https URL of at most {URL_MAX} characters.", field="url")
     url = url.strip()
@@ -114,7 +114,7 @@ def validate_url(url: Any) -> str:
     return url
 
 
-def validate_events(events: Any) -> list[str]:
+def validate_events(events: object) -> list[str]:
     if not isinstance(events, list) or not events or not all(isinstance(e, str) for e in events):
         raise errors.Invalid(f"events must be a non-empty list of: {', '.join(EVENTS)}.", field="events")
     unknown = [e for e in events if e not in EVENTS]
@@ -123,7 +123,7 @@ def validate_events(events: Any) -> list[str]:
     return sorted(set(events), key=EVENTS.index)
 
 
-def validate_secret(secret: Any) -> str:
+def validate_secret(secret: object) -> str:
     if not isinstance(secret, str) or not SECRET_MIN <= len(secret) <= SECRET_MAX or not secret.isprintable():
         raise errors.Invalid(f"secret must be {SECRET_MIN} to {SECRET_MAX} printable characters.", field="secret")
     return secret
@@ -136,7 +136,7 @@ def admin_workspace_ids(actor: Actor | None) -> list[int]:
     return ids
 
 
-def admin_workspace(*, actor: Actor, slug: Any = None) -> Workspace:
+def admin_workspace(*, actor: Actor, slug: object = None) -> Workspace:
     """The workspace a webhook is for: the one named, or the only one where
     the actor is an admin."""
     workspaces = Workspace.objects.filter(pk__in=admin_workspace_ids(actor))
@@ -153,8 +153,8 @@ def admin_workspace(*, actor: Actor, slug: Any = None) -> Workspace:
     return found_all[0]
 
 
-def create_webhook(*, actor: Actor, workspace: Workspace, url: Any, events: Any,
-                   secret: Any = None) -> tuple[Webhook, str | None]:
+def create_webhook(*, actor: Actor, workspace: Workspace, url: object, events: object,
+                   secret: object = None) -> tuple[Webhook, str | None]:
     """Register a webhook. Returns it with the secret when one was generated
     (shown once; a secret the caller chose is never echoed back)."""
     services.require_admin(user=actor, workspace=workspace.pk, action="manage webhooks")
@@ -192,7 +192,7 @@ def get_webhook_for_user(user: Actor | None, pk: Any) -> Webhook:
     return hook
 
 
-def delete_webhook(*, actor: Actor, webhook_id: Any) -> Webhook:
+def delete_webhook(*, actor: Actor, webhook_id: object) -> Webhook:
     hook = get_webhook_for_user(actor, webhook_id)
     services.require_admin(user=actor, workspace=hook.workspace_id, action="manage webhooks")
     with transaction.atomic():
@@ -206,7 +206,7 @@ def delete_webhook(*, actor: Actor, webhook_id: Any) -> Webhook:
     return hook
 
 
-def send_test(*, actor: Actor, webhook_id: Any) -> WebhookDelivery:
+def send_test(*, actor: Actor, webhook_id: object) -> WebhookDelivery:
     """A `ping` delivery, whatever the webhook subscribes to."""
     hook = get_webhook_for_user(actor, webhook_id)
     services.require_admin(user=actor, workspace=hook.workspace_id, action="manage webhooks")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from memoryhub.services import sweep
 
 
-def _deliveries(scope: sweep.Scope) -> QuerySet[Any]:
+def _deliveries(scope: sweep.Scope) -> QuerySet[Model]:
     from notifications.dispatch import user_pseudonym
     from notifications.models import WebhookDelivery
 

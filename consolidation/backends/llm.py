@@ -274,7 +274,7 @@ class LLMBackend:
         cost = (tokens_in * self.price_input_per_mtok + tokens_out * self.price_output_per_mtok) / _MILLION
         return cost.quantize(_MICRO_USD)
 
-    def estimate(self, messages: list[ChatCompletionMessageParam], *, counter: Any) -> Decimal:
+    def estimate(self, messages: list[ChatCompletionMessageParam], *, counter: object) -> Decimal:
         """The most a call can cost: its prompt's tokens, and a full answer."""
         return self.cost(self.prompt_tokens(messages, counter=counter), self.max_tokens)
 
@@ -601,7 +601,7 @@ def _answer_content(response: ChatCompletion) -> str:
     return content
 
 
-def _load_json(content: str) -> dict[str, Any]:
+def _load_json(content: str) -> dict[str, object]:
     text = content.strip()
     fenced = _FENCE.match(text)
     if fenced:
@@ -617,7 +617,8 @@ def _load_json(content: str) -> dict[str, Any]:
     return answer
 
 
-def parse_operations(answer: dict[str, Any], *, files: dict[str, FileState], signal_ids: set[int]) -> list[_Operation]:
+def parse_operations(answer: dict[str, object], *, files: dict[str, FileState],
+                     signal_ids: set[int]) -> list[_Operation]:
     raw_operations = answer["operations"]
     if not isinstance(raw_operations, list):
         raise BackendError('The model\'s "operations" is not a list.')

@@ -207,7 +207,7 @@ class SearchHit:
     text: str | None = None  # a file hit's entry (its line), served
     how: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         data: dict[str, Any] = {"source": self.source}
         if self.file is not None:
             data["file"] = self.file
@@ -227,7 +227,7 @@ class SearchHit:
         return data
 
     @property
-    def key(self) -> tuple[Any, ...]:
+    def key(self) -> tuple[object, ...]:
         """The same hit's identity in every ranking: within one scope a file
         kind is one file and a line one of its entries; entry ids are unique."""
         return ("file", self.file, self.line) if self.source == "file" else ("log", self.entry)
@@ -337,7 +337,7 @@ class EntryView:
     created_at: datetime
     blocked: tuple[str, ...]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "entry": self.id,
             "session": self.session,

@@ -69,7 +69,7 @@ class Doc:
     line: int | None = None
 
     @property
-    def key(self) -> tuple[Any, ...]:
+    def key(self) -> tuple[object, ...]:
         return ("log", self.entry) if self.source == "log" else ("file", self.file, self.line)
 
 

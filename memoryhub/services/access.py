@@ -99,7 +99,7 @@ def _int_id(value: Any, what: str) -> int:
     return number
 
 
-def get_proposal_for_user(user: Actor | None, pk: Any) -> Proposal:
+def get_proposal_for_user(user: Actor | None, pk: object) -> Proposal:
     proposal = visible_proposals(user).filter(pk=_int_id(pk, "proposal")).first()
     if proposal is None:
         raise errors.NotFound("There is no such proposal in your workspaces.")

@@ -58,7 +58,7 @@ NAME_MAX = 200
 DESCRIPTION_MAX = 2000
 
 
-def _check_slug(value: Any, *, what: str) -> str:
+def _check_slug(value: object, *, what: str) -> str:
     if not isinstance(value, str):
         raise errors.Invalid(f"A {what} slug must be text.", field="slug")
     slug: str = value.strip()
@@ -76,16 +76,16 @@ def _check_slug(value: Any, *, what: str) -> str:
 # --- setting specs ---------------------------------------------------------------------------
 
 
-def _choice(choices: Any, label: str) -> Callable[[Any, str], str]:
-    def clean(value: Any, field: str) -> str:
+def _choice(choices: Any, label: str) -> Callable[[object, str], str]:
+    def clean(value: object, field: str) -> str:
         if value not in list(choices):
             raise errors.Invalid(f"{label} must be one of {', '.join(choices)}; got {value!r}.", field=field)
         return str(value)
     return clean
 
 
-def _int(label: str, low: int, high: int) -> Callable[[Any, str], int]:
-    def clean(value: Any, field: str) -> int:
+def _int(label: str, low: int, high: int) -> Callable[[object, str], int]:
+    def clean(value: object, field: str) -> int:
         if isinstance(value, bool):
             raise errors.Invalid(f"{label} must be a whole number.", field=field)
         try:
@@ -98,8 +98,8 @@ def _int(label: str, low: int, high: int) -> Callable[[Any, str], int]:
     return clean
 
 
-def _text(label: str, max_length: int, required: bool = False) -> Callable[[Any, str], str]:
-    def clean(value: Any, field: str) -> str:
+def _text(label: str, max_length: int, required: bool = False) -> Callable[[object, str], str]:
+    def clean(value: object, field: str) -> str:
         if not isinstance(value, str) or len(value) > max_length or "\x00" in value:
             raise errors.Invalid(f"{label} must be text of at most {max_length:,} characters.", field=field)
         text: str = value.strip()
@@ -109,7 +109,7 @@ def _text(label: str, max_length: int, required: bool = False) -> Callable[[Any,
     return clean
 
 
-def _budget(value: Any, field: str) -> Decimal:
+def _budget(value: object, field: str) -> Decimal:
     if isinstance(value, bool):
         raise errors.Invalid("The daily budget must be a number of US dollars.", field=field)
     try:
@@ -125,8 +125,8 @@ _TRUE = ("on", "true", "1", "yes")
 _FALSE = ("off", "false", "0", "no", "")
 
 
-def _switch(label: str) -> Callable[[Any, str], bool]:
-    def clean(value: Any, field: str) -> bool:
+def _switch(label: str) -> Callable[[object, str], bool]:
+    def clean(value: object, field: str) -> bool:
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
@@ -136,23 +136,23 @@ def _switch(label: str) -> Callable[[Any, str], bool]:
     return clean
 
 
-def _turned_off(old: Any, new: Any) -> bool:
+def _turned_off(old: object, new: object) -> bool:
     return bool(old and not new)
 
 
-def _never(old: Any, new: Any) -> bool:
+def _never(old: object, new: object) -> bool:
     return False
 
 
-def _raised(old: Any, new: Any) -> bool:
+def _raised(old: Any, new: object) -> bool:
     return bool(new > old)
 
 
-def _changed(old: Any, new: Any) -> bool:
+def _changed(old: object, new: object) -> bool:
     return bool(old != new)
 
 
-def _to_direct(old: Any, new: Any) -> bool:
+def _to_direct(old: object, new: object) -> bool:
     return bool(new == WritePolicy.DIRECT and old != WritePolicy.DIRECT)
 
 
@@ -195,21 +195,21 @@ AGENT_SETTINGS: dict[str, Setting] = {
 AGENT_ALIASES = {"backend": "consolidation_backend"}
 POLICY_FIELDS = tuple(f for f in AGENT_SETTINGS if f not in ("name", "description"))
 
-def _pii_looser(old: Any, new: Any) -> bool:
+def _pii_looser(old: object, new: object) -> bool:
     return PII_POLICIES.index(new) < PII_POLICIES.index(old)
 
 
 MAX_RETENTION_DAYS = 36500
 
 
-def _retention_days(value: Any, field: str) -> int | None:
+def _retention_days(value: object, field: str) -> int | None:
     """Days to keep session logs; empty (None, "", "None") keeps them forever."""
     if value is None or (isinstance(value, str) and value.strip() in ("", "None")):
         return None
     return _int("Log retention", 1, MAX_RETENTION_DAYS)(value, field)
 
 
-def _retention_shortened(old: Any, new: Any) -> bool:
+def _retention_shortened(old: Any, new: object) -> bool:
     """Redaction cannot be undone: keeping logs for less time (or no longer
     forever) destroys records sooner, so it takes a second admin. Keeping
     them longer destroys nothing and is one admin's call."""
@@ -219,7 +219,7 @@ MAX_SLA_HOURS = 24 * 90
 _REASON_CODE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
-def _reason_codes(value: Any, field: str) -> str:
+def _reason_codes(value: object, field: str) -> str:
     """A list of codes (or the comma-separated text a governance change
     stores), kept as "a,b,c"."""
     items = value.split(",") if isinstance(value, str) else value
@@ -235,7 +235,7 @@ def _reason_codes(value: Any, field: str) -> str:
     return ",".join(codes)
 
 
-def _approval_looser(old: Any, new: Any) -> bool:
+def _approval_looser(old: object, new: object) -> bool:
     # Tightening from "any reviewer" is free; any other move (to a looser
     # rule, or sideways between "admin" and "two approvals") takes a second admin.
     return bool(old != new and old != HighRiskApproval.ANY_REVIEWER)
@@ -256,7 +256,7 @@ WORKSPACE_SETTINGS: dict[str, Setting] = {
 }
 
 
-def clean_settings(specs: dict[str, Setting], raw: Any, aliases: dict[str, str] | None = None) -> dict[str, Any]:
+def clean_settings(specs: dict[str, Setting], raw: object, aliases: dict[str, str] | None = None) -> dict[str, object]:
     """Typed values for the given fields (a partial update), or an Invalid
     naming the first bad or unknown one."""
     if not isinstance(raw, dict):
@@ -272,7 +272,7 @@ def clean_settings(specs: dict[str, Setting], raw: Any, aliases: dict[str, str] 
     return cleaned
 
 
-def weakening(specs: dict[str, Setting], before: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+def weakening(specs: dict[str, Setting], before: dict[str, object], wanted: dict[str, object]) -> list[str]:
     return [field for field, value in wanted.items() if specs[field].weakens(before[field], value)]
 
 
@@ -300,7 +300,7 @@ def ensure_workspace(*, slug: str, name: str = "", actor_user: Actor | None = No
 # --- agents -------------------------------------------------------------------------------------
 
 
-def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, Any]:
+def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, object]:
     """What a new agent in `workspace` starts with, for the given fields:
     the model's defaults under the workspace's default write policy."""
     defaults: dict[str, Any] = {}
@@ -317,14 +317,14 @@ def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, Any]:
 def create_agent(
     *,
     workspace: Workspace,
-    slug: Any,
+    slug: object,
     actor: Actor,
-    name: Any = "",
-    description: Any = "",
-    strategy: Any = Strategy.HYBRID_V2,
-    write_policy: Any = None,
-    backend: Any = Backend.HEURISTIC,
-    settings: Any = None,
+    name: object = "",
+    description: object = "",
+    strategy: object = Strategy.HYBRID_V2,
+    write_policy: object = None,
+    backend: object = Backend.HEURISTIC,
+    settings: object = None,
 ) -> Agent:
     """A new agent, under the workspace's default write policy unless told
     otherwise; `settings` sets any other AGENT_SETTINGS field (an import).
@@ -386,7 +386,7 @@ class SettingsUpdate:
     weakens: list[str] = dataclass_field(default_factory=list)
 
 
-def _field_changes(before: dict[str, Any], wanted: dict[str, Any]) -> dict[str, dict[str, str]]:
+def _field_changes(before: dict[str, object], wanted: dict[str, object]) -> dict[str, dict[str, str]]:
     return {field: {"from": str(before[field]), "to": str(value)} for field, value in wanted.items()}
 
 
@@ -404,7 +404,7 @@ def _refuse_shell_weakening(actor: Actor, weaker: list[str]) -> None:
         )
 
 
-def update_agent(*, agent: Agent, settings: Any, actor: Actor, reason: Any = "") -> SettingsUpdate:
+def update_agent(*, agent: Agent, settings: object, actor: Actor, reason: object = "") -> SettingsUpdate:
     """Change some of an agent's settings. A request that weakens the gate
     becomes one pending change (all its fields, decided together); otherwise
     the fields apply at once. SYSTEM is refused a weakening (NeedsRequester).
@@ -435,7 +435,7 @@ def update_agent(*, agent: Agent, settings: Any, actor: Actor, reason: Any = "")
     return SettingsUpdate(applied=list(wanted))
 
 
-def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Actor, before: dict[str, Any],
+def apply_agent_settings(*, agent: Agent, wanted: dict[str, object], actor: Actor, before: dict[str, object],
                          change: Change | None = None) -> None:
     """Set validated fields on a locked agent, with its audit event."""
     for field, value in wanted.items():
@@ -455,7 +455,7 @@ def apply_agent_settings(*, agent: Agent, wanted: dict[str, Any], actor: Actor, 
     )
 
 
-def update_workspace(*, workspace: Workspace, settings: Any, actor: Actor, reason: Any = "") -> SettingsUpdate:
+def update_workspace(*, workspace: Workspace, settings: object, actor: Actor, reason: object = "") -> SettingsUpdate:
     """Workspace settings, governed like an agent's."""
     from memoryhub.services.changes import request_change
 
@@ -482,7 +482,8 @@ def update_workspace(*, workspace: Workspace, settings: Any, actor: Actor, reaso
     return SettingsUpdate(applied=list(wanted))
 
 
-def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, Any], actor: Actor, before: dict[str, Any],
+def apply_workspace_settings(*, workspace: Workspace, wanted: dict[str, object], actor: Actor, before: dict[str,
+                             object],
                              change: Change | None = None) -> None:
     for field, value in wanted.items():
         setattr(workspace, field, value)

@@ -41,9 +41,9 @@ def request_change(
     workspace: Workspace,
     kind: str,
     actor: Actor,
-    payload: dict[str, Any],
+    payload: dict[str, object],
     summary: str,
-    reason: Any = "",
+    reason: object = "",
     agent: Agent | None = None,
     file_kind: str = "",
     user_ref: str = "",
@@ -71,7 +71,7 @@ def request_change(
     return change
 
 
-def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any) -> Change:
+def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: object) -> Change:
     """Ask to serve a withheld file again: a change another reviewer approves."""
     kind, user_ref = validate_target(kind=kind, user_ref=user_ref)
     require_role(user=actor, workspace=agent.workspace_id, roles=REVIEW_ROLES, action="release withheld files")
@@ -102,7 +102,7 @@ def visible_changes(user: Actor | None) -> ChangeQuerySet:
     )
 
 
-def get_change_for_user(user: Actor | None, pk: Any) -> Change:
+def get_change_for_user(user: Actor | None, pk: object) -> Change:
     change = visible_changes(user).filter(pk=_int_id(pk, "change")).first()
     if change is None:
         raise errors.NotFound("There is no such change in your workspaces.")
@@ -112,7 +112,7 @@ def get_change_for_user(user: Actor | None, pk: Any) -> Change:
 # --- decisions ----------------------------------------------------------------------------------
 
 
-def _lock(change_id: Any) -> Change:
+def _lock(change_id: object) -> Change:
     change = (
         Change.objects.select_for_update(of=("self",)).select_related("workspace", "agent")
         .filter(pk=_int_id(change_id, "change")).first()
@@ -122,7 +122,8 @@ def _lock(change_id: Any) -> Change:
     return change
 
 
-def _decide(change: Change, *, status: str, actor: Actor, comment: str, result: dict[str, Any] | None = None) -> None:
+def _decide(change: Change, *, status: str, actor: Actor, comment: str,
+            result: dict[str, object] | None = None) -> None:
     change.status = status
     change.decided_by = user_or_none(actor)
     change.decided_by_username = username_of(actor)
@@ -133,7 +134,7 @@ def _decide(change: Change, *, status: str, actor: Actor, comment: str, result: 
                                "result", "payload", "user_ref", "reason"])
 
 
-def approve_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change:
+def approve_change(*, change_id: object, actor: Actor, comment: object = "") -> Change:
     """Apply a pending change, decided by someone other than its requester."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
@@ -202,7 +203,7 @@ def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
     raise errors.Invalid(f"Unknown change kind {change.kind!r}.")
 
 
-def _current_matches(change: Change, obj: Any, specs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _current_matches(change: Change, obj: object, specs: dict[str, Any]) -> tuple[dict[str, object], dict[str, object]]:
     """The requested values, if every field still holds the value the
     request was made against; else StaleChange."""
     fields: dict[str, dict[str, str]] = change.payload.get("fields", {})
@@ -225,7 +226,7 @@ def _event_user_ref(change: Change) -> str:
     return change.user_ref
 
 
-def reject_change(*, change_id: Any, actor: Actor, comment: Any) -> Change:
+def reject_change(*, change_id: object, actor: Actor, comment: object) -> Change:
     comment = validate_text(comment, field="comment", label="A comment saying why you reject this change",
                             max_length=COMMENT_MAX, required=True)
     with transaction.atomic():
@@ -240,7 +241,7 @@ def reject_change(*, change_id: Any, actor: Actor, comment: Any) -> Change:
     return change
 
 
-def withdraw_change(*, change_id: Any, actor: Actor, comment: Any = "") -> Change:
+def withdraw_change(*, change_id: object, actor: Actor, comment: object = "") -> Change:
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
     with transaction.atomic():
         change = _lock(change_id)

@@ -33,13 +33,13 @@ def _new_secret(kind_prefix: str) -> tuple[str, str]:
     return prefix, f"{prefix}_{secrets.token_urlsafe(32)}"
 
 
-def _key_name(name: Any) -> str:
+def _key_name(name: object) -> str:
     if not isinstance(name, str) or len(name.strip()) > KEY_NAME_MAX or not name.isprintable():
         raise errors.Invalid(f"A key name is at most {KEY_NAME_MAX} printable characters.", field="name")
     return name.strip()
 
 
-def issue_agent_key(*, agent: Agent, actor: Actor, name: Any = "") -> tuple[ApiKey, str]:
+def issue_agent_key(*, agent: Agent, actor: Actor, name: object = "") -> tuple[ApiKey, str]:
     """Create a key and return it with its raw value, which is never stored."""
     require_admin(user=actor, workspace=agent.workspace_id, action="issue API keys")
     name = _key_name(name)
@@ -69,7 +69,7 @@ def revoke_agent_key(*, key: ApiKey, actor: Actor) -> ApiKey:
     return key
 
 
-def issue_staff_token(*, user: StaffUser, name: Any = "") -> tuple[StaffToken, str]:
+def issue_staff_token(*, user: StaffUser, name: object = "") -> tuple[StaffToken, str]:
     """A personal token for the user themselves (issued at the shell)."""
     name = _key_name(name)
     prefix, raw = _new_secret(STAFF_TOKEN_PREFIX)

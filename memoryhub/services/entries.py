@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from memoryhub import context, errors
 from memoryhub.models import Agent, MemoryFile
@@ -33,7 +32,7 @@ def _is_blank(entry: str) -> bool:
     return not entry.strip()
 
 
-def validate_entry_text(value: Any, *, field: str, label: str) -> str:
+def validate_entry_text(value: object, *, field: str, label: str) -> str:
     """One entry: text, not empty, and not several entries (a blank line or
     a second list item inside would make the file hold two)."""
     if not isinstance(value, str):
@@ -54,7 +53,7 @@ def validate_entry_text(value: Any, *, field: str, label: str) -> str:
     return text
 
 
-def validate_needle(value: Any, *, field: str = "old_text") -> str:
+def validate_needle(value: object, *, field: str = "old_text") -> str:
     if not isinstance(value, str):
         raise errors.Invalid("old_text must be a string: part of the entry to change, quoted exactly.", field=field)
     needle = validate_content(value, field=field).strip()
@@ -181,7 +180,7 @@ def _edit(
     agent: Agent,
     kind: str,
     user_ref: str | None,
-    reason: Any,
+    reason: object,
     expected_version: int | None,
     operation: str,
     build: Callable[[str], str | None],
@@ -219,8 +218,8 @@ def add_entry(
     agent: Agent,
     kind: str,
     user_ref: str | None = None,
-    text: Any,
-    reason: Any = "",
+    text: object,
+    reason: object = "",
     expected_version: int | None = None,
 ) -> WriteResult:
     """Add one entry at the end of the file (the agent is the acting
@@ -235,9 +234,9 @@ def replace_entry(
     agent: Agent,
     kind: str,
     user_ref: str | None = None,
-    old_text: Any,
-    new_text: Any,
-    reason: Any = "",
+    old_text: object,
+    new_text: object,
+    reason: object = "",
     expected_version: int | None = None,
 ) -> WriteResult:
     """Replace the one entry containing `old_text` with `new_text` (the whole
@@ -256,8 +255,8 @@ def remove_entry(
     agent: Agent,
     kind: str,
     user_ref: str | None = None,
-    old_text: Any,
-    reason: Any = "",
+    old_text: object,
+    reason: object = "",
     expected_version: int | None = None,
 ) -> WriteResult:
     """Remove the one entry containing `old_text` (same NotFound/Ambiguous

@@ -148,7 +148,8 @@ def _nothing(workspace: Workspace, user_ref: str, *, pending: bool = False) -> N
         counts=preview_erasure(workspace=workspace, user_ref=user_ref))
 
 
-def request_erasure(*, actor: Actor, user_ref: Any, reason: Any, workspace: Workspace | str | None = None) -> Change:
+def request_erasure(*, actor: Actor, user_ref: object, reason: object,
+                    workspace: Workspace | str | None = None) -> Change:
     """Ask to erase end user U of the workspace: a pending change a second
     admin approves (API.md: POST /api/v1/subjects/U/erasure). What it would
     erase is counted now and kept in the change (`payload.counts`); a
@@ -188,7 +189,7 @@ def scrubbed(*, change: Change, text: str) -> str:
     return scope.tombstone if text and scope.names(text, short=True) else text
 
 
-def erase_subject(*, change: Change, actor: Actor) -> dict[str, Any]:
+def erase_subject(*, change: Change, actor: Actor) -> dict[str, object]:
     """Apply an approved erasure change (called by services.changes inside
     its transaction, after the role and four-eyes checks)."""
     workspace = change.workspace
@@ -272,11 +273,11 @@ def erase_subject(*, change: Change, actor: Actor) -> dict[str, Any]:
             "subject_hash": digest, "planned": planned, "counts": counts}
 
 
-def erasure_records(*, workspace_ids: Any) -> Any:
+def erasure_records(*, workspace_ids: object) -> Any:
     return ErasureRecord.objects.filter(workspace_id__in=workspace_ids).select_related("workspace", "change")
 
 
-def pending_erasures(*, workspace_ids: Any) -> Any:
+def pending_erasures(*, workspace_ids: object) -> Any:
     return Change.objects.filter(workspace_id__in=workspace_ids, kind=ChangeKind.ERASURE,
                                  status=ChangeStatus.PENDING).select_related("workspace", "requested_by")
 

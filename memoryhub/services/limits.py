@@ -5,7 +5,6 @@ live apart from the write operations (no context ↔ services import cycle)."""
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
 
 from memoryhub import errors, metrics, scanner
 from memoryhub.models import AGENT_SCOPED, SOFT_LIMITED, Agent, FileKind
@@ -17,7 +16,7 @@ USER_REF_MAX = 255
 _ALLOWED_CONTROL = frozenset("\n\r\t")
 
 
-def validate_user_ref(user_ref: Any) -> str:
+def validate_user_ref(user_ref: object) -> str:
     """1–255 printable characters, NFC-normalised: "José" typed on two
     keyboards (composed or decomposed) is one user, not two."""
     if not isinstance(user_ref, str):
@@ -45,7 +44,7 @@ def validate_target(*, kind: str, user_ref: str | None) -> tuple[str, str]:
     return kind, validate_user_ref(user_ref)
 
 
-def validate_content(content: Any, *, field: str = "content") -> str:
+def validate_content(content: object, *, field: str = "content") -> str:
     if not isinstance(content, str):
         raise errors.Invalid("Content must be a string of markdown.", field=field)
     bad = next((ch for ch in content if ord(ch) < 32 and ch not in _ALLOWED_CONTROL), None)
@@ -57,7 +56,7 @@ def validate_content(content: Any, *, field: str = "content") -> str:
     return content
 
 
-def validate_text(value: Any, *, field: str, label: str, max_length: int, required: bool = False) -> str:
+def validate_text(value: object, *, field: str, label: str, max_length: int, required: bool = False) -> str:
     """A free-text field (reason, comment): text, printable apart from line
     breaks, bounded. NUL and other control characters are refused here so
     they never reach a text or jsonb column."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -75,7 +75,7 @@ def get_file(*, agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
     return MemoryFile.objects.filter(agent=agent, kind=kind, user_ref=user_ref).first()
 
 
-def is_stale(*, agent: Agent, file: MemoryFile | None, now: Any = None) -> bool:
+def is_stale(*, agent: Agent, file: MemoryFile | None, now: datetime | None = None) -> bool:
     if file is None or not file.exists or agent.staleness_ttl_days == 0:
         return False
     now = now or timezone.now()
@@ -221,8 +221,8 @@ def write_memory(
     agent: Agent,
     kind: str,
     user_ref: str | None = None,
-    content: Any,
-    reason: Any = "",
+    content: object,
+    reason: object = "",
     expected_version: int | None = None,
 ) -> WriteResult:
     """The agent's memory write tool (the agent is the acting principal):
@@ -238,7 +238,7 @@ def edit_memory(
     kind: str,
     user_ref: str | None = None,
     build: Callable[[MemoryFile | None], str | None],
-    reason: Any = "",
+    reason: object = "",
     expected_version: int | None = None,
     operation: str = "write",
 ) -> WriteResult:
@@ -350,7 +350,7 @@ def _edit_locked(
 
 
 def withhold_file(
-    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: object
 ) -> MemoryFile:
     """One reviewer takes a file's current version out of service at once:
     fresh contexts, the memory read tool and every open session's frozen

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -44,12 +43,12 @@ class NoteView:
     created_at: datetime
     blocked: tuple[str, ...]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"entry": self.entry, "session": self.session, "text": self.text,
                 "created_at": self.created_at.isoformat(), "blocked": list(self.blocked)}
 
 
-def validate_note(value: Any, *, field: str = "text") -> str:
+def validate_note(value: object, *, field: str = "text") -> str:
     if not isinstance(value, str):
         raise errors.Invalid("The note must be a string.", field=field)
     text = validate_content(value, field=field).strip()
@@ -77,7 +76,7 @@ def open_session_for(*, agent: Agent, user_ref: str) -> AgentSession:
     return session
 
 
-def add_note(*, agent: Agent, user_ref: Any, text: Any, session_id: Any = None) -> SavedNote:
+def add_note(*, agent: Agent, user_ref: object, text: object, session_id: object = None) -> SavedNote:
     """Append one note to a session of this agent and user (the agent is the
     acting principal): `session_id`, or the pair's most recent open session."""
     user_ref = validate_user_ref(user_ref)
@@ -90,7 +89,7 @@ def add_note(*, agent: Agent, user_ref: Any, text: Any, session_id: Any = None) 
     return SavedNote(entry=batch[0], session=session, redacted=batch.redacted, redacted_rules=batch.redacted_rules)
 
 
-def end_session_with_note(*, session: AgentSession, note: Any = None) -> AgentSession:
+def end_session_with_note(*, session: AgentSession, note: object = None) -> AgentSession:
     """End a session, logging its final note first (both or neither; a
     note for a session that already ended is refused, never dropped)."""
     if note is None:
@@ -101,7 +100,7 @@ def end_session_with_note(*, session: AgentSession, note: Any = None) -> AgentSe
         return end_session(session=session)
 
 
-def recent_notes(*, agent: Agent, user_ref: Any, now: datetime | None = None) -> list[NoteView]:
+def recent_notes(*, agent: Agent, user_ref: object, now: datetime | None = None) -> list[NoteView]:
     """The pair's notes of the last NOTES_DAYS days, oldest first (the
     newest NOTES_SHOWN of them), re-scanned as all served memory is."""
     user_ref = validate_user_ref(user_ref)

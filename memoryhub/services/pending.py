@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from memoryhub import context, errors
 from memoryhub.models import Agent, Proposal, Source
@@ -39,7 +38,7 @@ class PendingChange:
     adds: tuple[str, ...]
     removes: tuple[str, ...]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"proposal": self.proposal, "status": "pending", "created_at": self.created_at.isoformat(),
                 "base_version": self.base_version, "adds": list(self.adds), "removes": list(self.removes)}
 

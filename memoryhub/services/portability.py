@@ -56,7 +56,7 @@ def _author(row: Any) -> str:
     return "system"
 
 
-def _provenance(agent: Agent) -> dict[tuple[str, str, int], dict[str, Any]]:
+def _provenance(agent: Agent) -> dict[tuple[str, str, int], dict[str, object]]:
     """(file, user, version) → the original author and time of versions an
     import wrote, from the agent's import events."""
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -66,7 +66,7 @@ def _provenance(agent: Agent) -> dict[tuple[str, str, int], dict[str, Any]]:
     return found
 
 
-def _version_entry(row: Any, provenance: dict[tuple[str, str, int], dict[str, Any]]) -> dict[str, Any]:
+def _version_entry(row: Any, provenance: dict[tuple[str, str, int], dict[str, object]]) -> dict[str, object]:
     entry = {
         "version": row.version,
         "content": row.content,
@@ -81,7 +81,7 @@ def _version_entry(row: Any, provenance: dict[tuple[str, str, int], dict[str, An
     return entry
 
 
-def _file_entries(agent: Agent, users: str) -> Iterator[dict[str, Any]]:
+def _file_entries(agent: Agent, users: str) -> Iterator[dict[str, object]]:
     provenance = _provenance(agent)
     rows = MemoryFile.history.filter(agent=agent).select_related("history_user", "actor_agent")
     if users == USERS_NONE:
@@ -96,7 +96,7 @@ def _file_entries(agent: Agent, users: str) -> Iterator[dict[str, Any]]:
         yield {"file": kind, "user": user_ref or None, "versions": versions}
 
 
-def _settings_of(agent: Agent) -> dict[str, Any]:
+def _settings_of(agent: Agent) -> dict[str, object]:
     return {field: getattr(agent, field) for field in AGENT_SETTINGS if field not in ("name", "description")}
 
 
@@ -145,14 +145,14 @@ def _field(container: dict[str, Any], key: str, kind: type | tuple[type, ...], w
     return value
 
 
-def _short_text(value: Any, where: str, max_length: int) -> str:
+def _short_text(value: object, where: str, max_length: int) -> str:
     text = validate_content(value, field=where)
     if len(text) > max_length:
         raise errors.Invalid(f"{where} has at most {max_length} characters.", field=where)
     return text
 
 
-def _read_versions(entry: dict[str, Any], where: str) -> list[dict[str, Any]]:
+def _read_versions(entry: dict[str, object], where: str) -> list[dict[str, Any]]:
     versions = _field(entry, "versions", list, where)
     if not versions:
         raise errors.Invalid(f"{where}.versions is empty.", field=f"{where}.versions")
@@ -175,7 +175,7 @@ def _read_versions(entry: dict[str, Any], where: str) -> list[dict[str, Any]]:
     return cleaned
 
 
-def read_document(document: Any) -> dict[str, Any]:
+def read_document(document: object) -> dict[str, Any]:
     """The document's parts, typed and checked, or an Invalid naming the
     first thing wrong with it. Content rules (limits, scanner) come later,
     against the imported agent's settings."""
@@ -231,7 +231,7 @@ def _target_workspace(*, actor: Actor, workspace: Workspace | str | None, fallba
     return found
 
 
-def import_agent(*, document: Any, actor: Actor, workspace: Workspace | str | None = None,
+def import_agent(*, document: object, actor: Actor, workspace: Workspace | str | None = None,
                  slug: str | None = None) -> Agent:
     """A new agent from an agent file, in `workspace` (default: the one it
     came from, created at the shell if missing) under `slug` (default: its
@@ -262,7 +262,7 @@ def import_agent(*, document: Any, actor: Actor, workspace: Workspace | str | No
     return agent
 
 
-def _write_files(*, agent: Agent, files: list[dict[str, Any]], actor: Actor) -> list[dict[str, Any]]:
+def _write_files(*, agent: Agent, files: list[dict[str, Any]], actor: Actor) -> list[dict[str, object]]:
     """Write every version through the memory service, in order; returns the
     provenance of each written version for the import's audit event."""
     provenance: list[dict[str, Any]] = []

@@ -64,7 +64,7 @@ def create_proposal(
     base_version: int,
     source: str,
     reason: str,
-    rationale: list[dict[str, Any]],
+    rationale: list[dict[str, object]],
     author_user: Actor | None = None,
     author_agent: Agent | None = None,
     revises: Proposal | None = None,
@@ -163,10 +163,10 @@ def propose_change(
     agent: Agent,
     kind: str,
     user_ref: str | None = None,
-    content: Any,
+    content: object,
     source: str,
     reason: str = "",
-    rationale: list[dict[str, Any]] | None = None,
+    rationale: list[dict[str, object]] | None = None,
     author_user: Actor | None = None,
     author_agent: Agent | None = None,
     base_version: int | None = None,
@@ -208,7 +208,7 @@ def propose_change(
         )
 
 
-def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, actor_user: Actor) -> Proposal:
+def propose_persona_edit(*, agent: Agent, kind: str, content: object, reason: Any, actor_user: Actor) -> Proposal:
     """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
     proposal that another reviewer approves (four-eyes lives in approve)."""
     require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
@@ -223,7 +223,7 @@ def propose_persona_edit(*, agent: Agent, kind: str, content: Any, reason: Any, 
 
 
 def propose_rollback(
-    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: Any, actor: Actor, reason: Any
+    *, agent: Agent, kind: str, user_ref: str | None = None, to_version: object, actor: Actor, reason: object
 ) -> Proposal:
     """Serving an earlier version again is a proposal (source `rollback`)
     that another reviewer approves; approving it creates a new version with
@@ -313,7 +313,7 @@ def current_version_of(proposal: Proposal) -> int:
     return file.version if file else 0
 
 
-def clean_reason_code(*, workspace: Workspace, code: Any, required: bool = False) -> str:
+def clean_reason_code(*, workspace: Workspace, code: object, required: bool = False) -> str:
     """A decision's reason code: one of the workspace's list, or empty when
     not required."""
     if code is None or code == "":
@@ -341,7 +341,7 @@ def _check_batchable(proposal: Proposal, batch: str | None) -> None:
         )
 
 
-def approve_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any = "", reason_code: Any = "",
+def approve_proposal(*, proposal_id: object, reviewer: Actor, comment: object = "", reason_code: object = "",
                      batch: str | None = None, acknowledge_personal_data: bool = False) -> Proposal:
     """Apply a pending proposal as a new version, in one transaction, only if
     the file is still at the proposal's base version; otherwise mark it stale
@@ -484,7 +484,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
     return None
 
 
-def reject_proposal(*, proposal_id: Any, reviewer: Actor, comment: Any, reason_code: Any = "",
+def reject_proposal(*, proposal_id: object, reviewer: Actor, comment: object, reason_code: object = "",
                     batch: str | None = None) -> Proposal:
     """Nothing served changes. A rejection says why: a comment, a reason
     code, or both."""
@@ -530,7 +530,7 @@ class BulkItem:
     first_approval: bool = False
     stale_siblings: tuple[int, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         if self.error is not None:
             return {"id": self.id, "error": {"code": self.error.code, "message": self.error.detail}}
         answer: dict[str, Any] = {"id": self.id, "status": self.status}
@@ -557,7 +557,7 @@ class BulkResult:
         return [item for item in self.items if item.error is not None]
 
 
-def _bulk_ids(ids: Any) -> list[int]:
+def _bulk_ids(ids: object) -> list[int]:
     if not isinstance(ids, list) or not ids:
         raise errors.Invalid("Send the proposals to decide as a non-empty list of ids.", field="ids")
     cleaned: list[int] = []
@@ -577,7 +577,7 @@ def _bulk_ids(ids: Any) -> list[int]:
     return cleaned
 
 
-def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Actor, comment: Any = "") -> BulkResult:
+def decide_bulk(*, ids: object, action: Any, reason_code: object, actor: Actor, comment: object = "") -> BulkResult:
     """Approve or reject up to BULK_MAX proposals with one reason code. Each
     goes through approve_proposal / reject_proposal, so every rule of the
     single decision holds per item (own, stale, conflicted, role, high
@@ -636,7 +636,7 @@ def decide_bulk(*, ids: Any, action: Any, reason_code: Any, actor: Actor, commen
 # --- claims ---------------------------------------------------------------------------------
 
 
-def claim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
+def claim_proposal(*, proposal_id: object, actor: Actor) -> Proposal:
     """Say "I am reviewing this". Advisory: others see the claim and are
     warned, but may still decide the proposal (a lock would leave it stuck
     when the claimer is away). A claim is not taken over silently: the
@@ -655,7 +655,7 @@ def claim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     return proposal
 
 
-def unclaim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
+def unclaim_proposal(*, proposal_id: object, actor: Actor) -> Proposal:
     """Release a claim: the claimer's own, or anyone's for an admin."""
     with transaction.atomic():
         proposal = _lock_proposal(proposal_id)
@@ -671,7 +671,7 @@ def unclaim_proposal(*, proposal_id: Any, actor: Actor) -> Proposal:
     return proposal
 
 
-def withdraw_proposal(*, proposal_id: Any, actor: Actor, comment: Any = "") -> Proposal:
+def withdraw_proposal(*, proposal_id: object, actor: Actor, comment: object = "") -> Proposal:
     """The author takes back their own open proposal (what they see instead
     of Approve/Reject). Nothing served changes."""
     comment = validate_text(comment, field="comment", label="The comment", max_length=COMMENT_MAX)
@@ -696,7 +696,7 @@ def withdraw_proposal(*, proposal_id: Any, actor: Actor, comment: Any = "") -> P
     return proposal
 
 
-def revise_proposal(*, proposal_id: Any, reviewer: Actor, content: Any, comment: Any = "") -> Proposal:
+def revise_proposal(*, proposal_id: object, reviewer: Actor, content: object, comment: object = "") -> Proposal:
     """A reviewer's edit of a pending proposal, as a new pending proposal
     that someone who wrote neither version approves."""
     content = validate_content(content)
@@ -742,7 +742,7 @@ def revise_proposal(*, proposal_id: Any, reviewer: Actor, content: Any, comment:
     return revision
 
 
-def rebase_proposal(*, proposal_id: Any, reviewer: Actor) -> Proposal:
+def rebase_proposal(*, proposal_id: object, reviewer: Actor) -> Proposal:
     """Recompute a stale proposal against the current version (three-way
     merge) as a new pending proposal; the stale one becomes superseded.
     Conflicting lines are left as conflict blocks that block approval."""
@@ -790,7 +790,7 @@ def rebase_proposal(*, proposal_id: Any, reviewer: Actor) -> Proposal:
 
 
 def _supersede(*, original: Proposal, by: Proposal, reviewer: Actor, action: str, summary: str,
-               details: dict[str, Any] | None = None) -> None:
+               details: dict[str, object] | None = None) -> None:
     original.status = ProposalStatus.SUPERSEDED
     original.superseded_by = by
     original.save(update_fields=["status", "superseded_by"])

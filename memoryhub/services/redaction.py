@@ -83,14 +83,14 @@ def _sqlite_flag() -> Iterator[None]:
             cursor.execute(f"DELETE FROM {immutability.SQLITE_FLAG_TABLE}")
 
 
-def _redacted_rationale(rationale: Any, text: str) -> list[dict[str, Any]]:
+def _redacted_rationale(rationale: object, text: str) -> list[dict[str, object]]:
     items = rationale if isinstance(rationale, list) else []
     return [{"kind": item.get("kind") if isinstance(item, dict) else None,
              "evidence": (item.get("evidence") or []) if isinstance(item, dict) else [],
              "summary": text, "reason": text} for item in items]
 
 
-def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str | None, now: Any) -> int:
+def _sqlite_update(what: str, ids: list[int], text: str, by: str, pseudonym: str | None, now: str | None) -> int:
     table, key = TARGETS[what]
     marks = ", ".join("%s" for _ in ids)
     stamps = "redacted_at = %s, redacted_by = %s"

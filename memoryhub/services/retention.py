@@ -103,7 +103,7 @@ def redact_expired_logs(*, workspace_id: int, batch: int | None = None) -> Reten
     return RetentionBatch(workspace=workspace.slug, redacted=redacted, remaining=remaining)
 
 
-def retention_status(workspace: Workspace) -> dict[str, Any]:
+def retention_status(workspace: Workspace) -> dict[str, object]:
     """For the console: the setting, what is due, the last batch."""
     last = (AuditEvent.objects.filter(workspace=workspace, action="retention.redact")
             .order_by("-created_at", "-id").first())

@@ -7,7 +7,7 @@ never serves content that was taken out of service after it started.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,11 +28,11 @@ def max_age() -> timedelta:
     return timedelta(seconds=settings.MEMORYHUB_SESSION_MAX_AGE_SECONDS)
 
 
-def is_expired(session: AgentSession, now: Any = None) -> bool:
+def is_expired(session: AgentSession, now: datetime | None = None) -> bool:
     return bool(session.started_at + max_age() <= (now or timezone.now()))
 
 
-def start_session(*, agent: Agent, user_ref: Any, external_id: Any = "") -> AgentSession:
+def start_session(*, agent: Agent, user_ref: object, external_id: object = "") -> AgentSession:
     user_ref = validate_user_ref(user_ref)
     if not isinstance(external_id, str) or len(external_id) > EXTERNAL_ID_MAX or not external_id.isprintable():
         raise errors.Invalid("external_id must be at most 255 printable characters.", field="external_id")
@@ -74,7 +74,7 @@ def _require_live(session: AgentSession) -> None:
         )
 
 
-def session_context(*, agent: Agent, session_id: Any, user_ref: str) -> dict[str, Any]:
+def session_context(*, agent: Agent, session_id: object, user_ref: str) -> dict[str, object]:
     """The context frozen when the session started, minus whatever was taken
     out of service since (withheld or rolled back)."""
     session = get_session(agent=agent, session_id=session_id, user_ref=user_ref)
@@ -92,7 +92,7 @@ class LogBatch(list[LogEntry]):
     redacted_rules: list[str]
 
 
-def append_log(*, session: AgentSession, entries: Any) -> LogBatch:
+def append_log(*, session: AgentSession, entries: object) -> LogBatch:
     """Append a batch to a session log. All or nothing; never an update."""
     if session.is_ended:
         raise errors.Invalid("This session has ended; start a new one to log more.", field="session")

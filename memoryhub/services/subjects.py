@@ -114,7 +114,7 @@ class Subject:
         }
 
 
-def subject_in(*, workspace: Workspace, user_ref: Any) -> Subject:
+def subject_in(*, workspace: Workspace, user_ref: object) -> Subject:
     """The subject `user_ref` of `workspace`, for a caller that has checked
     the actor itself. A malformed reference is an Invalid (400)."""
     return Subject(workspace=workspace, user_ref=validate_user_ref(user_ref))
@@ -131,7 +131,7 @@ def _workspaces_for(actor: Actor) -> dict[str, tuple[Workspace, str]]:
 def find_subject(
     *,
     actor: Actor,
-    user_ref: Any,
+    user_ref: object,
     workspace: Workspace | str | None = None,
     roles: Iterable[str] = EXPORT_ROLES,
     action: str = "export data subjects",
@@ -207,7 +207,7 @@ def _username(user: StaffUser | None) -> str | None:
     return user.get_username() if user is not None else None
 
 
-def file_row(file: MemoryFile) -> dict[str, Any]:
+def file_row(file: MemoryFile) -> dict[str, object]:
     return {
         "agent": file.agent.slug,
         "file": file.kind,
@@ -219,7 +219,7 @@ def file_row(file: MemoryFile) -> dict[str, Any]:
     }
 
 
-def version_row(row: Any) -> dict[str, Any]:
+def version_row(row: Any) -> dict[str, object]:
     return {
         "agent": row.agent.slug,
         "file": row.kind,
@@ -234,7 +234,7 @@ def version_row(row: Any) -> dict[str, Any]:
     }
 
 
-def proposal_row(p: Proposal) -> dict[str, Any]:
+def proposal_row(p: Proposal) -> dict[str, object]:
     return {
         "id": p.pk,
         "agent": p.agent.slug,
@@ -256,7 +256,7 @@ def proposal_row(p: Proposal) -> dict[str, Any]:
     }
 
 
-def session_row(s: AgentSession) -> dict[str, Any]:
+def session_row(s: AgentSession) -> dict[str, object]:
     return {
         "id": s.pk,
         "agent": s.agent.slug,
@@ -269,7 +269,7 @@ def session_row(s: AgentSession) -> dict[str, Any]:
     }
 
 
-def log_entry_row(e: LogEntry) -> dict[str, Any]:
+def log_entry_row(e: LogEntry) -> dict[str, object]:
     return {
         "id": e.pk,
         "session": e.session_id,
@@ -296,7 +296,7 @@ def change_row(c: Change) -> dict[str, Any]:
     }
 
 
-def run_row(r: Any) -> dict[str, Any]:
+def run_row(r: Any) -> dict[str, object]:
     return {
         "id": r.pk,
         "agent": r.agent.slug,
@@ -320,12 +320,12 @@ def event_row(e: AuditEvent) -> dict[str, Any]:
     }
 
 
-def _rows(queryset: QuerySet[Any], shape: Any) -> Iterator[dict[str, Any]]:
+def _rows(queryset: QuerySet[Any], shape: Any) -> Iterator[dict[str, object]]:
     for obj in queryset.iterator(chunk_size=ITERATOR_CHUNK):
         yield shape(obj)
 
 
-def export_lists(subject: Subject) -> list[tuple[str, Iterator[dict[str, Any]]]]:
+def export_lists(subject: Subject) -> list[tuple[str, Iterator[dict[str, object]]]]:
     """Each list of the export as a lazy iterator, in the document's order.
     Each list is read when it is written: rows added while an export
     streams may appear in a later list."""
@@ -359,7 +359,7 @@ class SubjectExport:
         return f"memoryhub-subject-{self.subject.workspace.slug}-{stamp}.json"
 
 
-def export_subject(*, actor: Actor, user_ref: Any, workspace: Workspace | str | None = None) -> SubjectExport:
+def export_subject(*, actor: Actor, user_ref: object, workspace: Workspace | str | None = None) -> SubjectExport:
     """Everything held about one end user of a workspace, as a JSON document
     streamed in pieces (API.md: GET /api/v1/subjects/U/export). The audit
     event, with the counts of what is exported, is written before the first

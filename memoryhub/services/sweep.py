@@ -52,7 +52,7 @@ from functools import cached_property
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Q, QuerySet, TextField
+from django.db.models import Model, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from memoryhub.models import Workspace
@@ -102,7 +102,7 @@ class Scope:
     def searches_free_text(self) -> bool:
         return len(self.user_ref) >= FREE_TEXT_MIN
 
-    def names(self, value: Any, *, short: bool = False) -> bool:
+    def names(self, value: object, *, short: bool = False) -> bool:
         """Whether free text (or any string inside a JSON value) names the
         subject as a whole token; `short` looks for a reference under
         FREE_TEXT_MIN characters too (text known to be about the subject)."""
@@ -110,7 +110,7 @@ class Scope:
             return False
         return any(self._token.search(text) for text in _strings(value))
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         """Whether a row recorded under the reference mentions it anywhere
         (no token rule: the row is the subject's anyway)."""
         return any(self.user_ref in text for text in _strings(value))
@@ -128,7 +128,7 @@ class Scope:
                 query |= Q(**{f"_text_{column}__contains": needle})
         return query
 
-    def replace(self, value: Any) -> Any:
+    def replace(self, value: object) -> Any:
         """Every occurrence of the reference, in text or inside JSON, as the pseudonym."""
         if isinstance(value, str):
             return value.replace(self.user_ref, self.alias)
@@ -139,7 +139,7 @@ class Scope:
         return value
 
 
-def _strings(value: Any) -> Iterable[str]:
+def _strings(value: object) -> Iterable[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
@@ -162,7 +162,7 @@ def with_json_text(queryset: QuerySet[Any], *columns: str) -> QuerySet[Any]:
     return queryset.annotate(**{f"_text_{c}": Cast(c, TextField()) for c in columns})
 
 
-Finder = Callable[[Scope], QuerySet[Any]]
+Finder = Callable[[Scope], QuerySet[Model]]
 Applier = Callable[["Sweep", Scope, QuerySet[Any]], int]
 
 
@@ -298,18 +298,18 @@ def _model(label: str) -> Any:
     return apps.get_model(label)
 
 
-def _versions(scope: Scope) -> QuerySet[Any]:
+def _versions(scope: Scope) -> QuerySet[Model]:
     return _model("memoryhub.MemoryFile").history.filter(agent_id__in=scope.agent_ids, user_ref=scope.user_ref)
 
 
 def _keyed(label: str) -> Finder:
-    def rows(scope: Scope) -> QuerySet[Any]:
+    def rows(scope: Scope) -> QuerySet[Model]:
         return _model(label).objects.filter(agent_id__in=scope.agent_ids, user_ref=scope.user_ref)
 
     return rows
 
 
-def _events(scope: Scope) -> QuerySet[Any]:
+def _events(scope: Scope) -> QuerySet[Model]:
     """Audit events recorded under the reference in the workspace or under
     none, and events of either whose summary or details name it."""
     events = _model("memoryhub.AuditEvent").objects.filter(
@@ -337,7 +337,7 @@ def _apply_events(sweep: Sweep, scope: Scope, rows: QuerySet[Any]) -> int:
                for (what, keyed), ids in groups.items())
 
 
-def _changes(scope: Scope) -> QuerySet[Any]:
+def _changes(scope: Scope) -> QuerySet[Model]:
     """Other governance changes about the subject (a release of their file)
     and changes of the workspace whose text names them. The erasure's own
     change is the caller's (services.erasure)."""
@@ -366,7 +366,7 @@ def _apply_changes(sweep: Sweep, scope: Scope, rows: QuerySet[Any]) -> int:
     return count
 
 
-def _cached_answers(scope: Scope) -> QuerySet[Any]:
+def _cached_answers(scope: Scope) -> QuerySet[Model]:
     """Replayable API answers (Idempotency-Key records) of the workspace's
     agents and staff about the subject (recorded under their reference), or
     whose answer, headers or key name them: a session's context, a write's
@@ -384,7 +384,7 @@ def _cached_answers(scope: Scope) -> QuerySet[Any]:
     return _model("memoryhub.IdempotencyRecord").objects.filter(pk__in=found)
 
 
-def _admin_log(scope: Scope) -> QuerySet[Any]:
+def _admin_log(scope: Scope) -> QuerySet[Model]:
     """Django admin's change log: an object's name there is its __str__,
     which for files, sessions, runs and pairs includes the user reference."""
     entries = _model("admin.LogEntry").objects.filter(scope.mentions("object_repr", "change_message"))
@@ -403,7 +403,7 @@ def _throttle(label: str, *extra: str) -> Finder:
     lockouts stay in the audit log (as events, swept above)."""
     columns = (*_AXES_TEXT, *extra)
 
-    def rows(scope: Scope) -> QuerySet[Any]:
+    def rows(scope: Scope) -> QuerySet[Model]:
         model = _model(label)
         found = [r.pk for r in model.objects.filter(scope.mentions(*columns)).only("id", *columns)
                  if scope.names([getattr(r, c) or "" for c in columns])]

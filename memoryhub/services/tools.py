@@ -27,7 +27,7 @@ MAX_SCHEMA_CHARS = 20_000
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def _depth(value: Any, limit: int) -> int:
+def _depth(value: object, limit: int) -> int:
     """Nesting depth of a JSON value, stopping once past `limit`."""
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -44,7 +44,7 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def validate_tools(tools: Any) -> list[dict[str, Any]]:
+def validate_tools(tools: object) -> list[dict[str, Any]]:
     from jsonschema import exceptions as schema_errors
     from jsonschema.validators import validator_for
 
@@ -120,7 +120,7 @@ def bump_config(agent: Agent) -> None:
     Agent.objects.filter(pk=agent.pk).update(config_version=F("config_version") + 1)
 
 
-def replace_tools(*, agent: Agent, tools: Any, actor: Actor) -> list[ToolSetting]:
+def replace_tools(*, agent: Agent, tools: object, actor: Actor) -> list[ToolSetting]:
     """Replace the agent's tool registry as a whole (PUT semantics)."""
     _require_editor(agent=agent, actor=actor)
     cleaned = validate_tools(tools)
@@ -143,7 +143,7 @@ def replace_tools(*, agent: Agent, tools: Any, actor: Actor) -> list[ToolSetting
     return rows
 
 
-def validate_tool(*, name: Any, description: Any, parameters: Any) -> tuple[str, str, dict[str, Any]]:
+def validate_tool(*, name: object, description: object, parameters: object) -> tuple[str, str, dict[str, object]]:
     """One tool through the registry's own validation."""
     cleaned = validate_tools([{"name": name, "description": description, "parameters": parameters}])[0]
     return cleaned["name"], cleaned["description"], cleaned["parameters"]
@@ -155,7 +155,7 @@ def register_tool(
     name: str,
     actor: Actor,
     description: str = "",
-    parameters: dict[str, Any] | None = None,
+    parameters: dict[str, object] | None = None,
     position: int | None = None,
 ) -> tuple[ToolSetting, bool]:
     """Add a tool or replace the one with that name. Returns (tool, changed);

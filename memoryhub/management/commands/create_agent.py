@@ -52,7 +52,7 @@ class Command(BaseCommand):
         add_as_argument(parser)
         parser.add_argument("--reason", default="", help="Why the settings change (kept with a pending change).")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         slug: str = options["slug"]
         actor = acting_as(options["as_user"])
         try:
@@ -107,7 +107,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Issue its API key with: python manage.py issue_agent_key {agent.slug}")
 
-    def _update(self, agent: Agent, options: dict[str, Any], actor: Actor) -> None:
+    def _update(self, agent: Agent, options: dict[str, object], actor: Actor) -> None:
         if not options["update"]:
             raise CommandError(
                 f"An agent with the slug {agent.slug!r} already exists (workspace {agent.workspace.slug}). "

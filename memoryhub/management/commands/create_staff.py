@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--password", help="Password (checked by the password validators).")
         parser.add_argument("--email", default="", help="Email address for a new user.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         try:
             # All or nothing: a refused password must not leave a new
             # workspace or user behind.

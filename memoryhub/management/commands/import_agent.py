@@ -34,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--slug", help="Slug of the new agent (default: the one in the document).")
         add_as_argument(parser)
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         stream = options.get("stdin") or sys.stdin
         try:
             document = json.load(stream)

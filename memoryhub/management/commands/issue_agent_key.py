@@ -6,8 +6,6 @@ notes go to stderr. Only its SHA-256 is stored."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub import services
@@ -21,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("slug", help="The agent's slug.")
         parser.add_argument("--name", default="", help="A label for the key, e.g. where it is deployed.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         agent = Agent.objects.select_related("workspace").filter(slug=options["slug"]).first()
         if agent is None:
             raise CommandError(f"There is no agent with the slug {options['slug']!r}.")

@@ -5,8 +5,6 @@ notes go to stderr. Only its SHA-256 is stored."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -20,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--name", default="", help="A label for the token, e.g. the machine it is used on.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         user = get_user_model().objects.filter(username=options["username"]).first()
         if user is None:
             raise CommandError(f"There is no user named {options['username']!r}.")

@@ -8,8 +8,6 @@ to stderr."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -23,7 +21,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--agent", required=True, help="The agent's slug.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         agent = Agent.objects.filter(slug=options["agent"]).first()
         if agent is None:
             raise CommandError(f"There is no agent with the slug {options['agent']!r}.")

@@ -9,8 +9,6 @@ a text that has its vector is skipped.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandParser
 
 from memoryhub.models import Agent, LogEntry, MemoryFile
@@ -23,7 +21,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--agent", help="only this agent (its slug)")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         agents = Agent.objects.order_by("pk")
         if options["agent"]:
             agents = agents.filter(slug=options["agent"])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub import demo, errors
@@ -21,7 +19,7 @@ class Command(BaseCommand):
                             help="Seed the demo without the 14 days of history (which only the database's owner "
                             "role may write, into an empty database).")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: object) -> None:
         try:
             report = demo.seed_demo(log=self.stdout.write, history=not options["no_history"])
         except errors.DomainError as exc:
