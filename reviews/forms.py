@@ -141,3 +141,77 @@ class KeyRevokeForm(forms.Form):
         if self.cleaned_data["confirm"] != "yes":
             raise forms.ValidationError("Confirm the revocation to revoke a key.")
         return True
+
+
+# --- the review console's POST actions -------------------------------------------------------
+
+
+def _int_or_none(value: object) -> int | None:
+    """A whole number, or None for anything else (the service or view then
+    answers what is missing in its own words)."""
+    try:
+        return int(str(value))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+class ActionForm(forms.Form):
+    """A console form whose fields are all text, named in `text_fields`:
+    `value(name)` is one, cleaned."""
+
+    text_fields: tuple[str, ...] = ()
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for name in self.text_fields:
+            self.fields[name] = _text()
+
+    def value(self, name: str) -> str:
+        return str(self.cleaned_data[name])
+
+
+class DecisionForm(ActionForm):
+    """`proposals/<pk>/`: approve, reject, withdraw, edit, rebase, claim or
+    unclaim (the hidden `action`; the view names what each does)."""
+
+    text_fields = ("action", "comment", "reason_code", "acknowledge_personal_data", "content", "next")
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.value("acknowledge_personal_data") in ("1", "true", "True", "on")
+
+    @property
+    def go_next(self) -> bool:
+        return bool(self.value("next"))
+
+
+class BulkDecisionForm(ActionForm):
+    """`queue/bulk/`: approve or reject the ticked proposals with one reason code."""
+
+    ids = forms.Field(required=False, widget=forms.MultipleHiddenInput)
+    text_fields = ("action", "reason_code", "comment", "query")
+
+    @property
+    def id_values(self) -> list[str]:
+        return [str(pk) for pk in self.cleaned_data["ids"] or []]
+
+
+class FileActionForm(ActionForm):
+    """`agents/<slug>/files/<file>/history/` (rollback, withhold, release)
+    and `direct-writes/` (withhold, rollback of one row)."""
+
+    text_fields = ("action", "reason", "version", "agent", "file", "user", "row")
+
+    @property
+    def version_value(self) -> int | None:
+        return _int_or_none(self.cleaned_data["version"])
+
+    @property
+    def row_value(self) -> int | None:
+        return _int_or_none(self.cleaned_data["row"])
+
+
+class ChangeDecisionForm(ActionForm):
+    """`changes/`: approve, reject or withdraw one change."""
+
+    text_fields = ("change", "action", "comment")

@@ -672,3 +672,15 @@ def test_the_agent_page_takes_no_post_each_action_has_its_own_url(agent, admin):
     for url, _ in actions:
         assert f'action="{url}"' in page, url
         assert client.get(url).status_code == 405, url
+
+
+def test_a_form_the_request_cannot_fill_is_a_400_next_to_the_form_and_stores_nothing(agent, admin):
+    client = login(admin)
+    response = client.post(f"/agents/{agent.slug}/persona/",
+                           tokened(admin, {"kind": "SOUL.md", "content": "kind\x00", "reason": "tone"}))
+    assert response.status_code == 400
+    assert "Null characters are not allowed." in response.content.decode()
+    fragment = client.post(f"/agents/{agent.slug}/tools/", {"tools": "[1,"}, **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="tools"') and "This is not valid JSON" in fragment
+    assert "[1," in fragment  # what was typed, shown again
+    assert not Proposal.objects.exists()
