@@ -74,7 +74,7 @@ test-fast: lint
 
 # The typed edge (issue 18): the services, the rules and the actor type pass
 # mypy --strict (imported modules are checked by the line above, not strictly).
-STRICT := memoryhub/services memoryhub/policy.py memoryhub/actors.py
+STRICT := memoryhub/services memoryhub/policy.py memoryhub/actors.py reviews/forms.py
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -14,6 +14,7 @@ and ids: never markup built from what an agent or user typed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -31,7 +32,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from consolidation import services as consolidation
@@ -52,7 +53,7 @@ from memoryhub.models import (
 from memoryhub.services.agents import MAX_RETENTION_DAYS, MAX_SLA_HOURS, governed_settings
 from memoryhub.services.limits import PII_POLICIES
 from memoryhub.tokens import ENCODING_NAMES
-from reviews import audit_export, charts, once
+from reviews import audit_export, charts, forms, once
 from reviews.http import HtmxHttpRequest, page_or_fragment
 
 PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
@@ -162,7 +163,6 @@ def agents(request: HttpRequest) -> HttpResponse:
 
 # --- one agent --------------------------------------------------------------------------
 
-AGENT_ACTIONS = ("persona", "tools", "policies", "key-create", "key-revoke", "consolidate")
 POLICY_INPUTS = services.POLICY_FIELDS
 
 
@@ -216,112 +216,32 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_GET
 def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The agent page; each of its forms posts to its own URL below."""
     agent = _agent_or_404(request, slug)
-    if request.method == "GET":
-        return TemplateResponse(request, "reviews/admin/agent.html", _agent_context(request, agent))
+    return TemplateResponse(request, "reviews/admin/agent.html", _agent_context(request, agent))
 
-    action = request.POST.get("action", "")
-    if action not in AGENT_ACTIONS:
-        raise Http404("Unknown action.")
-    fragment = {"persona": "persona", "tools": "tools", "policies": "policies", "consolidate": "files"}.get(
-        action, "keys"
-    )
+
+# What an action on the agent page does: it fills `overrides` (what the page
+# shows again next to an error) and returns the notice, or its own response.
+AgentAction = Callable[[HttpRequest, Agent, dict[str, Any]], "str | HttpResponse"]
+
+
+def _agent_action(request: HttpRequest, slug: str, fragment: str, act: AgentAction) -> HttpResponse:
+    """Run one action of the agent page. A plain POST redirects to the page
+    with a message; an htmx POST re-renders the action's fragment. A wrong
+    role is a 403, an unknown object a 404, any other refusal is shown in
+    the fragment with its status."""
+    agent = _agent_or_404(request, slug)
     overrides: dict[str, Any] = {}
     error, error_status = "", 200
     notice: str = ""
     try:
-        if action == "persona":
-            kind = request.POST.get("kind", "")
-            # Browsers submit textarea line breaks as CRLF; the limit counts characters a reader sees.
-            content = request.POST.get("content", "").replace("\r\n", "\n")
-            reason = request.POST.get("reason", "").strip()
-            try:
-                # A double-submitted form would make two proposals.
-                once.consume(request)
-                proposal = services.propose_persona_edit(
-                    agent=agent, kind=kind, content=content, reason=reason, actor_user=request.user
-                )
-            except errors.PermissionDenied:
-                raise
-            except errors.DomainError as exc:
-                overrides["persona_edit"] = {"kind": kind, "content": content, "reason": reason}
-                overrides["errors"] = {kind: exc.detail}
-                raise
-            notice = format_html(
-                'Proposal <a href="{}">#{}</a> created; another reviewer must approve it.',
-                reverse("proposal", args=[proposal.pk]), proposal.pk,
-            )
-        elif action == "tools":
-            raw = request.POST.get("tools", "")
-            overrides["tools_json"] = raw
-            try:
-                parsed = json.loads(raw or "[]")
-            except json.JSONDecodeError as exc:
-                overrides["errors"] = {"tools": f"This is not valid JSON: {exc.msg} (line {exc.lineno})."}
-                raise errors.Invalid(overrides["errors"]["tools"]) from exc
-            try:
-                rows = services.replace_tools(agent=agent, tools=parsed, actor=request.user)
-            except errors.PermissionDenied:
-                raise
-            except errors.DomainError as exc:
-                overrides["errors"] = {"tools": exc.detail}
-                raise
-            notice = f"Tool registry set to {len(rows)} tool(s)."
-        elif action == "policies":
-            values = {field: request.POST.get(field, "") for field in POLICY_INPUTS}
-            # A form without the switch (an older page) leaves it as it is.
-            if "spotlighting" not in request.POST:
-                values.pop("spotlighting")
-            try:
-                update = services.update_agent(agent=agent, settings=values, actor=request.user,
-                                               reason=request.POST.get("reason", ""))
-            except errors.PermissionDenied:
-                raise
-            except errors.DomainError as exc:
-                overrides["policy"] = values
-                overrides["errors"] = {"policies": exc.detail}
-                raise
-            if update.change is not None:
-                notice = format_html(
-                    'Saved as <a href="{}#change-{}">change #{}</a>: it weakens the gate, so another admin has to '
-                    "approve it on the Changes page before it takes effect. Nothing has changed yet.",
-                    reverse("changes"), update.change.pk, update.change.pk,
-                )
-            elif update.applied:
-                notice = f"Policies saved: {', '.join(update.applied)} changed."
-            else:
-                notice = "Nothing changed."
-        elif action == "consolidate":
-            run, created = consolidation.trigger_run(
-                agent=agent, user_ref=request.POST.get("user", ""), user=request.user
-            )
-            notice = (
-                f"Consolidation run #{run.pk} queued for {run.user_ref}; its proposals will appear in the queue."
-                if created
-                else f"Consolidation run #{run.pk} for {run.user_ref} is already {run.status}."
-            )
-        elif action == "key-create":
-            once.consume(request)
-            key, raw_key = services.issue_agent_key(agent=agent, name=request.POST.get("name", ""), actor=request.user)
-            # The raw key is shown in this response only: never stored, never
-            # in a redirect or the message storage.
-            ctx = _agent_context(request, agent)
-            ctx.update(raw_key=raw_key, new_key=key, notice_for="keys",
-                       notice=f"Key {key.prefix}… created. Copy it now: it will not be shown again.")
-            template = "reviews/admin/agent.html" + ("#keys" if request.htmx else "")  # type: ignore[attr-defined]
-            response = TemplateResponse(request, template, ctx)
-            response["Cache-Control"] = "no-store"
-            return response
-        else:
-            if request.POST.get("confirm") != "yes":
-                overrides["errors"] = {"keys": "Confirm the revocation to revoke a key."}
-                raise errors.Invalid(overrides["errors"]["keys"])
-            key = services.revoke_agent_key(
-                key=services.get_agent_key(agent=agent, key_id=request.POST.get("key")), actor=request.user
-            )
-            notice = f"Key {key.prefix}… revoked; requests with it are refused from now on."
+        result = act(request, agent, overrides)
+        if isinstance(result, HttpResponse):
+            return result
+        notice = result
     except errors.PermissionDenied as exc:
         raise _forbidden(exc) from exc
     except errors.NotFound as exc:
@@ -342,6 +262,107 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if request.htmx:  # type: ignore[attr-defined]
         template += f"#{fragment}"
     return TemplateResponse(request, template, ctx, status=_error_status(request, error_status) if error else 200)
+
+
+def _persona(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+    form = forms.PersonaForm(request.POST)
+    try:
+        forms.valid(form)
+        # A double-submitted form would make two proposals.
+        once.consume(request)
+        proposal = services.propose_persona_edit(agent=agent, kind=form.kind_value, content=form.content_value,
+                                                 reason=form.reason_value, actor_user=request.user)
+    except errors.PermissionDenied:
+        raise
+    except errors.DomainError as exc:
+        overrides["persona_edit"] = shown = form.shown()
+        kind = shown["kind"]
+        overrides["errors"] = {kind: exc.detail}
+        raise
+    return format_html(
+        'Proposal <a href="{}">#{}</a> created; another reviewer must approve it.',
+        reverse("proposal", args=[proposal.pk]), proposal.pk,
+    )
+
+
+def _tools(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+    form = forms.ToolsForm(request.POST)
+    overrides["tools_json"] = form.raw
+    rows = services.replace_tools(agent=agent, tools=forms.valid(form).tools_value, actor=request.user)
+    return f"Tool registry set to {len(rows)} tool(s)."
+
+
+def _policies(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+    form = forms.valid(forms.PoliciesForm(request.POST))
+    try:
+        update = services.update_agent(agent=agent, settings=form.settings, actor=request.user,
+                                       reason=form.reason_value)
+    except errors.PermissionDenied:
+        raise
+    except errors.DomainError:
+        overrides["policy"] = form.settings
+        raise
+    if update.change is not None:
+        return format_html(
+            'Saved as <a href="{}#change-{}">change #{}</a>: it weakens the gate, so another admin has to '
+            "approve it on the Changes page before it takes effect. Nothing has changed yet.",
+            reverse("changes"), update.change.pk, update.change.pk,
+        )
+    if update.applied:
+        return f"Policies saved: {', '.join(update.applied)} changed."
+    return "Nothing changed."
+
+
+def _consolidate(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+    form = forms.valid(forms.ConsolidateForm(request.POST))
+    run, created = consolidation.trigger_run(agent=agent, user_ref=form.user_ref, user=request.user)
+    return (
+        f"Consolidation run #{run.pk} queued for {run.user_ref}; its proposals will appear in the queue."
+        if created
+        else f"Consolidation run #{run.pk} for {run.user_ref} is already {run.status}."
+    )
+
+
+def _key_create(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> HttpResponse:
+    form = forms.valid(forms.KeyCreateForm(request.POST))
+    once.consume(request)
+    key, raw_key = services.issue_agent_key(agent=agent, name=form.name_value, actor=request.user)
+    # The raw key is shown in this response only: never stored, never
+    # in a redirect or the message storage.
+    ctx = _agent_context(request, agent)
+    ctx.update(raw_key=raw_key, new_key=key, notice_for="keys",
+               notice=f"Key {key.prefix}… created. Copy it now: it will not be shown again.")
+    template = "reviews/admin/agent.html" + ("#keys" if request.htmx else "")  # type: ignore[attr-defined]
+    response = TemplateResponse(request, template, ctx)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _key_revoke(request: HttpRequest, agent: Agent, overrides: dict[str, Any], key_id: int) -> str:
+    forms.valid(forms.KeyRevokeForm(request.POST))
+    key = services.revoke_agent_key(key=services.get_agent_key(agent=agent, key_id=key_id), actor=request.user)
+    return f"Key {key.prefix}… revoked; requests with it are refused from now on."
+
+
+def _agent_view(fragment: str, act: Callable[..., str | HttpResponse]) -> Callable[..., HttpResponse]:
+    """The POST-only view of one action; the URL's other arguments (a key's
+    id) go to the action."""
+
+    @login_required
+    @require_POST
+    def view(request: HttpRequest, slug: str, **url: int) -> HttpResponse:
+        return _agent_action(request, slug, fragment, lambda r, agent, overrides: act(r, agent, overrides, **url))
+
+    view.__name__ = view.__qualname__ = "agent" + act.__name__
+    return view
+
+
+agent_persona = _agent_view("persona", _persona)
+agent_tools = _agent_view("tools", _tools)
+agent_policies = _agent_view("policies", _policies)
+agent_consolidate = _agent_view("files", _consolidate)
+agent_key_create = _agent_view("keys", _key_create)
+agent_key_revoke = _agent_view("keys", _key_revoke)
 
 
 # --- context preview -------------------------------------------------------------------

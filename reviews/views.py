@@ -47,6 +47,7 @@ from memoryhub.models import (
 )
 from memoryhub.scanning.pii import CATEGORY_LABELS
 from reviews import diffs, highlight
+from reviews import forms as action_forms
 from reviews.api import history_author
 from reviews.http import HtmxHttpRequest, page_or_fragment
 
@@ -255,11 +256,13 @@ def queue_bulk(request: HtmxHttpRequest) -> HttpResponse:
     """Approve or reject the proposals ticked in the queue, with one reason
     code; the answer lists what was decided and what was refused, and why."""
     template_name = "reviews/bulk.html"
-    context: dict[str, Any] = {"back_url": reverse("queue") + _safe_query(request.POST.get("query", ""))}
+    form = action_forms.BulkDecisionForm(request.POST)
+    context: dict[str, Any] = {"back_url": reverse("queue") + _safe_query(str(form["query"].value() or ""))}
     try:
-        result = services.decide_bulk(ids=request.POST.getlist("ids"), action=request.POST.get("action", ""),
-                                      reason_code=request.POST.get("reason_code", ""),
-                                      comment=request.POST.get("comment", ""), actor=request.user)
+        action_forms.valid(form)
+        result = services.decide_bulk(ids=form.id_values, action=form.value("action"),
+                                      reason_code=form.value("reason_code"), comment=form.value("comment"),
+                                      actor=request.user)
     except errors.DomainError as exc:
         context.update(error=exc)
         if request.htmx:
@@ -419,13 +422,14 @@ def _evidence(proposal: Proposal) -> dict[str, object]:
     }
 
 
-def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[str, Proposal | None]:
+def _decide(request: HtmxHttpRequest, proposal: Proposal,
+            form: action_forms.DecisionForm) -> tuple[str, Proposal | None]:
     """Run one decision; returns the message and, for an edit or rebase, the
     new proposal to go to."""
-    comment = request.POST.get("comment", "")
-    reason_code = request.POST.get("reason_code", "")
+    action_forms.valid(form)
+    action, comment, reason_code = form.value("action"), form.value("comment"), form.value("reason_code")
     if action == "approve":
-        acknowledged = request.POST.get("acknowledge_personal_data", "") in ("1", "true", "True", "on")
+        acknowledged = form.acknowledged
         done = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=comment,
                                          reason_code=reason_code, acknowledge_personal_data=acknowledged)
         if done.status == ProposalStatus.PENDING:
@@ -449,7 +453,7 @@ def _decide(request: HtmxHttpRequest, proposal: Proposal, action: str) -> tuple[
         return "Withdrawn. Nothing served has changed.", None
     if action == "edit":
         revision = services.revise_proposal(proposal_id=proposal.pk, reviewer=request.user,
-                                            content=request.POST.get("content", ""), comment=comment)
+                                            content=form.value("content"), comment=comment)
         return (f"Your edit is saved as proposal #{revision.pk}. Another reviewer has to approve it "
                 "(four-eyes rule)."), revision
     if action == "rebase":
@@ -465,21 +469,22 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     template_name = "reviews/proposal.html"
     if request.method != "POST":
         return page_or_fragment(request, template_name, _proposal_context(request, proposal), fragments=("diff",))
-    action = request.POST.get("action", "")
+    form = action_forms.DecisionForm(request.POST)
+    action = str(form["action"].value() or "")
     try:
-        done, target = _decide(request, proposal, action)
+        done, target = _decide(request, proposal, form)
     except errors.DomainError as exc:
         proposal = services.get_proposal_for_user(request.user, proposal.pk)
         context = _proposal_context(request, proposal)
-        context.update(error=exc, posted_action=action, posted_comment=request.POST.get("comment", ""),
-                       posted_content=request.POST.get("content"))
+        context.update(error=exc, posted_action=action, posted_comment=form["comment"].value() or "",
+                       posted_content=form["content"].value())
         if request.htmx:
             # htmx swaps only 2xx answers by default; the error is in the fragment.
             return TemplateResponse(request, template_name + "#decision", context)
         return TemplateResponse(request, template_name, context, status=exc.status)
     query = queue_filter_query(request)
     url = _proposal_url((target or proposal).pk, query)
-    if target is None and request.POST.get("next"):
+    if target is None and form.go_next:
         # "Approve & next" / "Reject & next": on to the next proposal waiting
         # in the reviewer's filter, or back to the (now shorter) queue.
         _before, after = _neighbours(request, proposal)
@@ -520,13 +525,14 @@ def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Any, str,
     return agent, user_ref, rows
 
 
-def _history_action(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: str) -> tuple[str, Any]:
+def _history_action(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: str,
+                    form: action_forms.FileActionForm) -> tuple[str, Any]:
     """Run one POSTed action of the history page; returns the message and
     what it made (a rollback proposal, a release change or the file)."""
-    action = request.POST.get("action", "")
-    reason = request.POST.get("reason", "")
+    action_forms.valid(form)
+    action, reason = form.value("action"), form.value("reason")
     if action == "rollback":
-        version = _int(request.POST.get("version"))
+        version = form.version_value
         if version is None:
             raise errors.Invalid("Choose a version to roll back to.", field="version")
         rollback = services.propose_rollback(agent=agent, kind=kind, user_ref=user_ref or None, to_version=version,
@@ -554,13 +560,14 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
     if request.method != "POST":
         context = _history_context(request, agent, file, user_ref, rows, _int(request.GET.get("rollback")))
         return page_or_fragment(request, template_name, context, fragments=("timeline", "version-diff"))
-    action = request.POST.get("action", "")
+    form = action_forms.FileActionForm(request.POST)
+    action = str(form["action"].value() or "")
     try:
-        done, made = _history_action(request, agent, file, user_ref)
+        done, made = _history_action(request, agent, file, user_ref, form)
     except errors.DomainError as exc:
-        confirm = _int(request.POST.get("version")) if action == "rollback" else None
+        confirm = _int(form["version"].value()) if action == "rollback" else None
         context = _history_context(request, agent, file, user_ref, rows, confirm)
-        context.update(error=exc, posted_action=action, posted_reason=request.POST.get("reason", ""))
+        context.update(error=exc, posted_action=action, posted_reason=form["reason"].value() or "")
         if request.htmx:
             return TemplateResponse(request, template_name + "#timeline", context)
         return TemplateResponse(request, template_name, context, status=exc.status)
@@ -720,8 +727,9 @@ def _changes_context(request: HtmxHttpRequest) -> dict[str, Any]:
     }
 
 
-def _change_action(request: HtmxHttpRequest, change: Change, action: str) -> str:
-    comment = request.POST.get("comment", "")
+def _change_action(request: HtmxHttpRequest, change: Change, form: action_forms.ChangeDecisionForm) -> str:
+    action_forms.valid(form)
+    action, comment = form.value("action"), form.value("comment")
     if action == "approve":
         services.approve_change(change_id=change.pk, actor=request.user, comment=comment)
         return f"Approved change #{change.pk}: it is in effect now."
@@ -741,14 +749,15 @@ def changes(request: HtmxHttpRequest) -> HttpResponse:
     if request.method != "POST":
         return page_or_fragment(request, template_name, _changes_context(request),
                                 fragments=("pending-changes", "decided-changes"))
-    change = _or_404(services.get_change_for_user, request.user, request.POST.get("change"))
-    action = request.POST.get("action", "")
+    form = action_forms.ChangeDecisionForm(request.POST)
+    change = _or_404(services.get_change_for_user, request.user, form["change"].value())
+    action = str(form["action"].value() or "")
     try:
-        done = _change_action(request, change, action)
+        done = _change_action(request, change, form)
     except errors.DomainError as exc:
         context = _changes_context(request)
         context.update(error=exc, error_for=change.pk, posted_action=action,
-                       posted_comment=request.POST.get("comment", ""))
+                       posted_comment=form["comment"].value() or "")
         if request.htmx:
             return TemplateResponse(request, template_name + "#pending-changes", context)
         return TemplateResponse(request, template_name, context, status=exc.status)
@@ -811,11 +820,12 @@ def _direct_writes_context(request: HtmxHttpRequest) -> dict[str, Any]:
             "query": request.GET.urlencode(), "days": DIRECT_WRITES_DAYS}
 
 
-def _direct_write_action(request: HtmxHttpRequest) -> tuple[str, Proposal | None]:
-    agent = _or_404(services.get_agent_for_user, request.user, request.POST.get("agent", ""))
-    kind, user_ref = request.POST.get("file", ""), request.POST.get("user", "")
-    action, reason = request.POST.get("action", ""), request.POST.get("reason", "")
-    version = _int(request.POST.get("version"))
+def _direct_write_action(request: HtmxHttpRequest, form: action_forms.FileActionForm) -> tuple[str, Proposal | None]:
+    agent = _or_404(services.get_agent_for_user, request.user, str(form["agent"].value() or ""))
+    action_forms.valid(form)
+    kind, user_ref = form.value("file"), form.value("user")
+    action, reason = form.value("action"), form.value("reason")
+    version = form.version_value
     if version is None:
         raise errors.Invalid("Say which version you are acting on.", field="version")
     if action == "withhold":
@@ -837,12 +847,13 @@ def direct_writes(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "reviews/direct_writes.html"
     if request.method != "POST":
         return page_or_fragment(request, template_name, _direct_writes_context(request), fragments=("direct-writes",))
+    form = action_forms.FileActionForm(request.POST)
     try:
-        done, rollback = _direct_write_action(request)
+        done, rollback = _direct_write_action(request, form)
     except errors.DomainError as exc:
         context = _direct_writes_context(request)
-        context.update(error=exc, error_for=_int(request.POST.get("row")),
-                       posted_action=request.POST.get("action", ""), posted_reason=request.POST.get("reason", ""))
+        context.update(error=exc, error_for=_int(form["row"].value()),
+                       posted_action=form["action"].value() or "", posted_reason=form["reason"].value() or "")
         if request.htmx:
             return TemplateResponse(request, template_name + "#direct-writes", context)
         return TemplateResponse(request, template_name, context, status=exc.status)

@@ -333,12 +333,12 @@ def change_decision(action: str, data: dict[str, Any]) -> dict[str, EntryPoint]:
 def agent_settings(values: dict[str, Any]) -> dict[str, EntryPoint]:
     def form(w: World) -> dict[str, Any]:
         policy = {f: getattr(Agent.objects.get(pk=w.agent.pk), f) for f in services.POLICY_FIELDS}
-        return {"action": "policies", **policy, **values}
+        return {**policy, **values}
 
     api_values = {("backend" if k == "consolidation_backend" else k): v for k, v in values.items()}
     points: dict[str, EntryPoint] = {
-        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", form(w)),
-        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", form(w)),
+        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/policies/", form(w)),
+        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/policies/", form(w)),
         "staff_rest": lambda w, who: rest(w.users[who], "patch", f"/api/v1/agents/{w.agent.slug}", api_values),
     }
     flags = {"strategy": "--strategy", "write_policy": "--write-policy", "consolidation_backend": "--backend"}
@@ -475,10 +475,10 @@ def queued_run(world: World) -> ConsolidationRun:
 
 
 def consolidation(form: dict[str, Any] | None = None) -> dict[str, EntryPoint]:
-    data = {"action": "consolidate", "user": "u1", **(form or {})}
+    data = {"user": "u1", **(form or {})}
     return {
-        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", data),
-        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", data),
+        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/consolidate/", data),
+        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/consolidate/", data),
         "staff_rest": lambda w, who: rest(w.users[who], "post", f"/api/v1/agents/{w.agent.slug}/consolidate",
                                           {"user": "u1"}),
         "task": task(queued_run),
@@ -488,22 +488,22 @@ def consolidation(form: dict[str, Any] | None = None) -> dict[str, EntryPoint]:
 def persona_edit(content: str) -> dict[str, EntryPoint]:
     def data(user: Any) -> dict[str, Any]:
         # The form's one-time token, as the page renders it.
-        return {"action": "persona", "kind": "SOUL.md", "content": content, "reason": "parity",
+        return {"kind": "SOUL.md", "content": content, "reason": "parity",
                 once.FIELD: once.token_for(user)}
 
     return {
-        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/", data(w.users[who])),
-        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/", data(w.users[who])),
+        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/persona/", data(w.users[who])),
+        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/persona/", data(w.users[who])),
     }
 
 
 def tools(description: str) -> dict[str, EntryPoint]:
     definition = [{"name": "lookup", "description": description, "parameters": {"type": "object"}}]
     return {
-        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/",
-                                          {"action": "tools", "tools": json.dumps(definition)}),
-        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/",
-                                            {"action": "tools", "tools": json.dumps(definition)}),
+        "console": lambda w, who: console(w.users[who], f"/agents/{w.agent.slug}/tools/",
+                                          {"tools": json.dumps(definition)}),
+        "htmx": lambda w, who: console_htmx(w.users[who], f"/agents/{w.agent.slug}/tools/",
+                                            {"tools": json.dumps(definition)}),
         "agent_rest": lambda w, who: rest(w.agent, "put", "/api/v1/tools", {"tools": definition}),
     }
 

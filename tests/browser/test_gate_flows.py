@@ -70,7 +70,7 @@ def test_a_hostile_user_reference_run_through_consolidation_approves_nothing(pag
     assert "queued for <div hx-post=" in notice.inner_text()  # shown as text, not made an element
     assert page.locator("#files [hx-post^='/proposals/']").count() == 0
     posts = [url for method, url in sent if method == "POST"]
-    assert posts == [f"{live_server.url}/agents/{agent.slug}/"]  # the consolidation request, nothing else
+    assert posts == [f"{live_server.url}/agents/{agent.slug}/consolidate/"]  # the consolidation request, nothing else
     target.refresh_from_db()
     assert target.status == ProposalStatus.PENDING
     # The same reference on the page after a reload stays text as well.

@@ -55,7 +55,7 @@ def test_the_dashboard_and_the_agent_page_show_a_pair_that_needs_attention(stuck
 def test_retry_from_the_agent_page_clears_the_flag_and_queues_a_run(stuck):
     reviewer = staff(stuck.workspace, Role.REVIEWER)
 
-    response = login(reviewer).post(f"/agents/{stuck.slug}/", {"action": "consolidate", "user": "u1"})
+    response = login(reviewer).post(f"/agents/{stuck.slug}/consolidate/", {"user": "u1"})
 
     assert response.status_code == 302
     assert not ConsolidationPair.objects.get(agent=stuck).needs_attention

@@ -297,8 +297,8 @@ def test_saving_a_weakening_policy_says_it_waits_for_a_second_admin(agent, admin
     agent.write_policy = WritePolicy.REVIEW
     agent.save()
     form = {field: str(getattr(agent, field)) for field in services.POLICY_FIELDS}
-    form.update(action="policies", write_policy="direct", reason="pilot done")
-    fragment = login(admin).post(f"/agents/{agent.slug}/", form, **HTMX).content.decode()
+    form.update(write_policy="direct", reason="pilot done")
+    fragment = login(admin).post(f"/agents/{agent.slug}/policies/", form, **HTMX).content.decode()
     change = Change.objects.get()
     assert f'<a href="/changes/#change-{change.pk}">change #{change.pk}</a>' in fragment
     assert "another admin has to approve it on the Changes page" in fragment and "Nothing has changed yet" in fragment

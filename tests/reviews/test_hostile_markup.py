@@ -302,17 +302,17 @@ def posts(world: dict[str, Any]) -> list[tuple[Any, str, dict[str, Any]]]:
         (world["reviewer"], "/direct-writes/", {"action": "rollback", "agent": slug, "file": "USER.md", "user": user,
                                                 "version": "2", "reason": p["all"], "row": "1"}),
         # The agent page, including the consolidation notice of the issue.
-        (world["reviewer"], agent_page, {"action": "consolidate", "user": user}),
-        (world["admin"], agent_page, {"action": "persona", "kind": "ABOUT.md", "content": p["all"] + " " * 300,
+        (world["reviewer"], agent_page + "consolidate/", {"user": user}),
+        (world["admin"], agent_page + "persona/", {"kind": "ABOUT.md", "content": p["all"] + " " * 300,
                                       "reason": p["bold"]}),
-        (world["admin"], agent_page, {"action": "persona", "kind": "SOUL.md", "content": p["all"],
+        (world["admin"], agent_page + "persona/", {"kind": "SOUL.md", "content": p["all"],
                                       "reason": p["bold"]}),
-        (world["admin"], agent_page, {"action": "tools", "tools": tools}),
-        (world["admin"], agent_page, {"action": "tools", "tools": tools[:-3] + p["all"]}),
-        (world["admin"], agent_page, {"field": "x", "action": "policies", "reason": p["all"],
+        (world["admin"], agent_page + "tools/", {"tools": tools}),
+        (world["admin"], agent_page + "tools/", {"tools": tools[:-3] + p["all"]}),
+        (world["admin"], agent_page + "policies/", {"field": "x", "reason": p["all"],
                                       **{f: str(getattr(world["agent"], f)) for f in services.POLICY_FIELDS},
                                       "limit_user": "9999"}),
-        (world["admin"], agent_page, {"action": "key-create", "name": p["bold"]}),
+        (world["admin"], agent_page + "keys/", {"name": p["bold"]}),
         (world["admin"], "/agents/", {"slug": "bad slug", "name": p["htmx"], "workspace": world["agent"].workspace_id}),
     ]
 
@@ -333,8 +333,8 @@ def test_every_post_answer_renders_agent_data_inert(world, htmx):
 
 
 def test_the_consolidation_notice_shows_the_user_reference_as_text(world):
-    response = login(world["reviewer"]).post(f"/agents/{world['agent'].slug}/",
-                                             {"action": "consolidate", "user": world["user"]}, **HTMX)
+    response = login(world["reviewer"]).post(f"/agents/{world['agent'].slug}/consolidate/",
+                                             {"user": world["user"]}, **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and "queued for &lt;div hx-post=" in body
     notice = body.split('<p class="notice" role="status" hx-disable>', 1)[1].split("</p>", 1)[0]
