@@ -42,6 +42,7 @@ from memoryhub.models import (
     Workspace,
     WritePolicy,
 )
+from memoryhub.services._change_request import request_change
 from memoryhub.services.access import require_admin
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import PII_POLICIES
@@ -409,8 +410,6 @@ def update_agent(*, agent: Agent, settings: object, actor: Actor, reason: object
     becomes one pending change (all its fields, decided together); otherwise
     the fields apply at once. SYSTEM is refused a weakening (NeedsRequester).
     No change, no write and no event."""
-    from memoryhub.services.changes import request_change
-
     require_admin(user=actor, workspace=agent.workspace_id, action="change agent settings")
     wanted = clean_settings(AGENT_SETTINGS, settings, AGENT_ALIASES)
     with transaction.atomic():
@@ -457,8 +456,6 @@ def apply_agent_settings(*, agent: Agent, wanted: dict[str, object], actor: Acto
 
 def update_workspace(*, workspace: Workspace, settings: object, actor: Actor, reason: object = "") -> SettingsUpdate:
     """Workspace settings, governed like an agent's."""
-    from memoryhub.services.changes import request_change
-
     require_admin(user=actor, workspace=workspace.pk, action="change workspace settings")
     wanted = clean_settings(WORKSPACE_SETTINGS, settings)
     with transaction.atomic():

@@ -30,11 +30,11 @@ from django.utils import timezone
 from memoryhub import errors, jsonstream
 from memoryhub.actors import Actor, is_system
 from memoryhub.models import Agent, AuditEvent, MemoryFile, Source, Workspace
+from memoryhub.services._write import apply_version, lock_file
 from memoryhub.services.access import require_admin, user_or_none
 from memoryhub.services.agents import AGENT_SETTINGS, create_agent, ensure_workspace
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target
-from memoryhub.services.memory import apply_version, lock_file
 from memoryhub.services.tools import replace_tools
 
 AGENT_FORMAT = "memoryhub.agent"
