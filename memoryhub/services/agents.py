@@ -19,7 +19,7 @@ agent's defaults.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from decimal import Decimal, InvalidOperation
@@ -77,7 +77,7 @@ def _check_slug(value: object, *, what: str) -> str:
 # --- setting specs ---------------------------------------------------------------------------
 
 
-def _choice(choices: Any, label: str) -> Callable[[object, str], str]:
+def _choice(choices: Iterable[str], label: str) -> Callable[[object, str], str]:
     def clean(value: object, field: str) -> str:
         if value not in list(choices):
             raise errors.Invalid(f"{label} must be one of {', '.join(choices)}; got {value!r}.", field=field)
@@ -301,7 +301,7 @@ def ensure_workspace(*, slug: str, name: str = "", actor_user: Actor | None = No
 # --- agents -------------------------------------------------------------------------------------
 
 
-def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, object]:
+def new_agent_defaults(workspace: Workspace, fields: Iterable[str]) -> dict[str, object]:
     """What a new agent in `workspace` starts with, for the given fields:
     the model's defaults under the workspace's default write policy."""
     defaults: dict[str, Any] = {}

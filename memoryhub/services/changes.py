@@ -9,8 +9,6 @@ requested against, so a change overtaken by events is refused (409
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,7 +25,13 @@ from memoryhub.services.access import (
     user_or_none,
     workspace_ids_for,
 )
-from memoryhub.services.agents import AGENT_SETTINGS, WORKSPACE_SETTINGS, apply_agent_settings, apply_workspace_settings
+from memoryhub.services.agents import (
+    AGENT_SETTINGS,
+    WORKSPACE_SETTINGS,
+    Setting,
+    apply_agent_settings,
+    apply_workspace_settings,
+)
 from memoryhub.services.audit import record_event
 from memoryhub.services.erasure import erase_subject, scrubbed
 from memoryhub.services.limits import validate_target, validate_text
@@ -128,7 +132,7 @@ def approve_change(*, change_id: object, actor: Actor, comment: object = "") -> 
     return change
 
 
-def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
+def _apply(change: Change, *, actor: Actor) -> dict[str, object]:
     if change.kind == ChangeKind.AGENT_SETTINGS:
         assert change.agent is not None
         agent = Agent.objects.select_for_update().get(pk=change.agent.pk)
@@ -162,7 +166,8 @@ def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
     raise errors.Invalid(f"Unknown change kind {change.kind!r}.")
 
 
-def _current_matches(change: Change, obj: object, specs: dict[str, Any]) -> tuple[dict[str, object], dict[str, object]]:
+def _current_matches(change: Change, obj: object,
+                     specs: dict[str, Setting]) -> tuple[dict[str, object], dict[str, object]]:
     """The requested values, if every field still holds the value the
     request was made against; else StaleChange."""
     fields: dict[str, dict[str, str]] = change.payload.get("fields", {})

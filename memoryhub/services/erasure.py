@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memoryhub import context, errors
@@ -272,11 +272,11 @@ def erase_subject(*, change: Change, actor: Actor) -> dict[str, object]:
             "subject_hash": digest, "planned": planned, "counts": counts}
 
 
-def erasure_records(*, workspace_ids: object) -> Any:
+def erasure_records(*, workspace_ids: object) -> QuerySet[ErasureRecord]:
     return ErasureRecord.objects.filter(workspace_id__in=workspace_ids).select_related("workspace", "change")
 
 
-def pending_erasures(*, workspace_ids: object) -> Any:
+def pending_erasures(*, workspace_ids: object) -> QuerySet[Change]:
     return Change.objects.filter(workspace_id__in=workspace_ids, kind=ChangeKind.ERASURE,
                                  status=ChangeStatus.PENDING).select_related("workspace", "requested_by")
 

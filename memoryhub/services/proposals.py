@@ -35,6 +35,7 @@ from memoryhub.scanning.pii import CATEGORY_LABELS
 from memoryhub.services._write import apply_version, create_proposal, lock_file, screen
 from memoryhub.services.access import (
     REVIEW_ROLES,
+    _int_id,
     require_admin,
     require_reviewer,
     require_role,
@@ -123,7 +124,7 @@ def propose_change(
         )
 
 
-def propose_persona_edit(*, agent: Agent, kind: str, content: object, reason: Any, actor_user: Actor) -> Proposal:
+def propose_persona_edit(*, agent: Agent, kind: str, content: object, reason: str, actor_user: Actor) -> Proposal:
     """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
     proposal that another reviewer approves (four-eyes lives in approve)."""
     require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
@@ -187,25 +188,24 @@ def propose_rollback(
 # --- decisions ----------------------------------------------------------------------------
 
 
-def _lock_proposal(proposal_id: Any) -> Proposal:
+def _lock_proposal(proposal_id: object) -> Proposal:
     try:
         proposal = (
-            Proposal.objects.select_for_update(of=("self",)).select_related("agent__workspace").get(pk=proposal_id)
+            Proposal.objects.select_for_update(of=("self",)).select_related("agent__workspace")
+            .get(pk=_int_id(proposal_id, "proposal"))
         )
-    except (Proposal.DoesNotExist, ValueError, TypeError) as exc:
+    except Proposal.DoesNotExist as exc:
         raise errors.NotFound("There is no such proposal.") from exc
     return proposal
 
 
-def _lock_file_then_proposal(proposal_id: Any) -> Proposal:
+def _lock_file_then_proposal(proposal_id: object) -> Proposal:
     """Lock the proposal's file row, then the proposal: the order every write
     takes (a write locks the file, then marks that file's pending proposals
     stale). Locking the proposal first and the file second, while a write
     held the file and waited for the proposal, deadlocked."""
-    try:
-        target = Proposal.objects.filter(pk=proposal_id).values("agent_id", "kind", "user_ref").first()
-    except (ValueError, TypeError) as exc:
-        raise errors.NotFound("There is no such proposal.") from exc
+    target = Proposal.objects.filter(pk=_int_id(proposal_id, "proposal")).values("agent_id", "kind",
+                                                                              "user_ref").first()
     if target is None:
         raise errors.NotFound("There is no such proposal.")
     # What a proposal is about never changes (memoryhub.immutability), so the
@@ -492,7 +492,7 @@ def _bulk_ids(ids: object) -> list[int]:
     return cleaned
 
 
-def decide_bulk(*, ids: object, action: Any, reason_code: object, actor: Actor, comment: object = "") -> BulkResult:
+def decide_bulk(*, ids: object, action: object, reason_code: object, actor: Actor, comment: object = "") -> BulkResult:
     """Approve or reject up to BULK_MAX proposals with one reason code. Each
     goes through approve_proposal / reject_proposal, so every rule of the
     single decision holds per item (own, stale, conflicted, role, high
@@ -500,7 +500,7 @@ def decide_bulk(*, ids: object, action: Any, reason_code: object, actor: Actor, 
     or personal-data findings) are refused too. A refused item is listed
     with its error and the rest are decided. Every item gets one audit
     event carrying the batch id: its decision, or `proposal.bulk_refused`."""
-    if action not in BULK_ACTIONS:
+    if not isinstance(action, str) or action not in BULK_ACTIONS:
         raise errors.Invalid("action must be approve or reject.", field="action")
     wanted = _bulk_ids(ids)
     if not isinstance(reason_code, str) or not reason_code.strip():
