@@ -84,7 +84,7 @@ class ToolArgs(TypedDict, total=False):
 @dataclass(frozen=True)
 class ToolAnswer:
     text: str
-    data: dict[str, Any]
+    data: dict[str, object]
 
 
 def _usage(agent: Agent, kind: str, chars: int) -> str:
@@ -180,7 +180,7 @@ def _written(agent: Agent, kind: str, result: services.WriteResult, done: str) -
             "approves it.",
             {"proposal": result.proposal.pk, "status": "pending"},
         )
-    data: dict[str, Any] = {"file": kind, "version": result.version, "chars": result.chars}
+    data: dict[str, object] = {"file": kind, "version": result.version, "chars": result.chars}
     if result.changed:
         text = f"{done} {kind}: now v{result.version}, {_usage(agent, kind, result.chars)}."
     else:

@@ -209,7 +209,7 @@ class SearchHit:
     how: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        data: dict[str, Any] = {"source": self.source}
+        data: dict[str, object] = {"source": self.source}
         if self.file is not None:
             data["file"] = self.file
             data["version"] = self.version

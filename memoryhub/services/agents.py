@@ -262,7 +262,7 @@ def clean_settings(specs: dict[str, Setting], raw: object, aliases: dict[str, st
     naming the first bad or unknown one."""
     if not isinstance(raw, dict):
         raise errors.Invalid("Send the settings to change as a JSON object.")
-    cleaned: dict[str, Any] = {}
+    cleaned: dict[str, object] = {}
     for key, value in raw.items():
         field = (aliases or {}).get(str(key), str(key))
         spec = specs.get(field)
@@ -304,7 +304,7 @@ def ensure_workspace(*, slug: str, name: str = "", actor_user: Actor | None = No
 def new_agent_defaults(workspace: Workspace, fields: Iterable[str]) -> dict[str, object]:
     """What a new agent in `workspace` starts with, for the given fields:
     the model's defaults under the workspace's default write policy."""
-    defaults: dict[str, Any] = {}
+    defaults: dict[str, object] = {}
     for field in fields:
         model_field = Agent._meta.get_field(field)
         assert isinstance(model_field, Field)

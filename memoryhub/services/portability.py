@@ -133,7 +133,7 @@ def export_agent(*, agent: Agent, actor: Actor, users: str = USERS_NONE) -> Iter
 # --- import ----------------------------------------------------------------------------------
 
 
-def _field(container: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, *,
+def _field(container: dict[str, object], key: str, kind: type | tuple[type, ...], where: str, *,
            optional: bool = False) -> Any:
     if key not in container:
         if optional:
@@ -154,7 +154,7 @@ def _short_text(value: object, where: str, max_length: int) -> str:
     return text
 
 
-def _read_versions(entry: dict[str, object], where: str) -> list[dict[str, Any]]:
+def _read_versions(entry: dict[str, object], where: str) -> list[dict[str, object]]:
     versions = _field(entry, "versions", list, where)
     if not versions:
         raise errors.Invalid(f"{where}.versions is empty.", field=f"{where}.versions")
@@ -267,7 +267,7 @@ def import_agent(*, document: object, actor: Actor, workspace: Workspace | str |
 def _write_files(*, agent: Agent, files: list[dict[str, Any]], actor: Actor) -> list[dict[str, object]]:
     """Write every version through the memory service, in order; returns the
     provenance of each written version for the import's audit event."""
-    provenance: list[dict[str, Any]] = []
+    provenance: list[dict[str, object]] = []
     for entry in files:
         kind, user_ref = entry["kind"], entry["user_ref"]
         label = kind + (f" of {user_ref}" if user_ref else "")

@@ -323,7 +323,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
     # After the policy: content the workspace refuses is refused, whatever
     # the reviewer acknowledges.
     acknowledged = _check_personal_data(proposal, acknowledge)
-    batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
+    batch_details: dict[str, object] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
                                      **({"personal_data_acknowledged": acknowledged} if acknowledged else {})}
     if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
         proposal.first_approved_by = user_or_none(reviewer)
@@ -378,7 +378,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
                                  "reason_code", "applied_version"])
     # apply_version turned every other pending proposal for this file stale.
     proposal.stale_siblings = tuple(siblings)
-    details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source,
+    details: dict[str, object] = {"version": file.version, "comment": comment, "source": proposal.source,
                                **batch_details}
     if siblings:
         details["stale_siblings"] = siblings
@@ -448,7 +448,7 @@ class BulkItem:
     def as_dict(self) -> dict[str, object]:
         if self.error is not None:
             return {"id": self.id, "error": {"code": self.error.code, "message": self.error.detail}}
-        answer: dict[str, Any] = {"id": self.id, "status": self.status}
+        answer: dict[str, object] = {"id": self.id, "status": self.status}
         if self.first_approval:
             answer["approvals"] = 1
         if self.stale_siblings:

@@ -31,7 +31,7 @@ class Command(BaseCommand):
             "version (--with-users=history).",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         agent = Agent.objects.select_related("workspace").filter(slug=options["slug"]).first()
         if agent is None:
             raise CommandError(f"There is no agent {options['slug']!r}.")
