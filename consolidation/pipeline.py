@@ -182,7 +182,7 @@ def orient_counts(files: dict[str, FileState]) -> dict[str, object]:
 @dataclass(frozen=True)
 class Gathered:
     signals: list[Signal]
-    filtered: list[dict[str, Any]]  # {"id", "rule", "category"}: never the text
+    filtered: list[dict[str, object]]  # {"id", "rule", "category"}: never the text
     read: int
     high_water_mark: int
     refused: list[Refusal] = field(default_factory=list)
@@ -190,7 +190,7 @@ class Gathered:
     backlog: bool = False
 
     def counts(self) -> dict[str, object]:
-        found: dict[str, Any] = {
+        found: dict[str, object] = {
             "entries": self.read,
             "signals": len(self.signals),
             "filtered": len(self.filtered),
@@ -217,7 +217,7 @@ def gather(*, agent: Agent, user_ref: str, after: int, limit: int | None = None)
         .values_list("id", "session_id", "role", "content", "created_at")[: limit + 1]
     )
     signals: list[Signal] = []
-    filtered: list[dict[str, Any]] = []
+    filtered: list[dict[str, object]] = []
     refused: list[Refusal] = []
     read = 0
     mark = after

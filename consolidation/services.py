@@ -188,7 +188,7 @@ def pair_state(*, agent: Agent, user_ref: str) -> ConsolidationPair | None:
 
 
 def _clear_pair(*, agent: Agent, user_ref: str, user: Actor | None = None, now: datetime | None = None) -> None:
-    fields: dict[str, Any] = {"needs_attention": False, "transient_failures": 0, "next_attempt_at": None,
+    fields: dict[str, object] = {"needs_attention": False, "transient_failures": 0, "next_attempt_at": None,
                               "updated_at": now or timezone.now()}
     if user is not None:
         fields.update(cleared_by=user, cleared_at=now or timezone.now())
@@ -300,7 +300,7 @@ def _finish(
     finish the run. Call inside the transaction that writes its results.
     `finished_at` is the moment it finishes, not the run's logical time."""
     now = timezone.now()
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "status": status,
         "finished_at": now,
         "lease_expires_at": None,

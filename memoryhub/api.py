@@ -77,7 +77,7 @@ def absent_nulls(fields: Mapping[str, serializers.Field[object, object, object, 
     null` for what they leave out. Only where null has no meaning of its own
     (a field that allows null keeps it), and a required field stays
     required. Applied to nested objects, lists of objects and maps."""
-    cleaned: dict[str, Any] = {}
+    cleaned: dict[str, object] = {}
     for key, value in data.items():
         field = fields.get(key)
         if field is None:
@@ -102,7 +102,7 @@ def _absent_nulls_in(field: object, value: object) -> object:
     return value
 
 
-def parse_input(serializer_class: type[serializers.Serializer], data: object) -> dict[str, Any]:
+def parse_input(serializer_class: type[serializers.Serializer], data: object) -> dict[str, object]:
     """A request body through its InputSerializer, the one door every API
     body passes (agent and staff routes alike)."""
     if not isinstance(data, dict):
@@ -436,11 +436,11 @@ class MemorySearchEntryView(AgentAPIView):
 def write_answer(*, file: str, result: services.WriteResult) -> Response:
     """A write's answer, whatever wrote it: 200 applied, 202 pending review."""
     if result.proposal is not None:
-        pending: dict[str, Any] = {"proposal": result.proposal.pk, "status": "pending"}
+        pending: dict[str, object] = {"proposal": result.proposal.pk, "status": "pending"}
         if result.duplicate:
             pending["duplicate"] = True
         return Response(pending, status=status.HTTP_202_ACCEPTED)
-    body: dict[str, Any] = {"file": file, "version": result.version, "chars": result.chars}
+    body: dict[str, object] = {"file": file, "version": result.version, "chars": result.chars}
     if result.warning:
         body["warning"] = result.warning
     return Response(body, headers={"ETag": f'"{result.version}"'})
@@ -607,7 +607,7 @@ class ToolSchemasView(AgentAPIView):
     def get(self, request: Request) -> Response:
         fmt = request.query_params.get("format", "openai")
         strict = strict_param(request)
-        body: dict[str, Any] = {"format": fmt, "tools": tool_schemas.render(fmt, strict=strict)}
+        body: dict[str, object] = {"format": fmt, "tools": tool_schemas.render(fmt, strict=strict)}
         if strict:
             body["strict"] = True
         return Response(body)
@@ -671,7 +671,7 @@ class ClaudeMemoryView(AgentAPIView):
         data = parse_body(self.InputSerializer, request)
         answer = claude_memory.run(agent=self.agent, user_ref=user_param(request, required=False), command=data,
                                    expected_version=parse_if_match(request.headers.get("If-Match")))
-        body: dict[str, Any] = {"command": data["command"], "result": answer.result}
+        body: dict[str, object] = {"command": data["command"], "result": answer.result}
         written = answer.write
         if written is not None and written.proposal is not None:
             body.update(proposal=written.proposal.pk, status="pending")

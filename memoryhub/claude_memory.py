@@ -251,7 +251,7 @@ def _user(kind: str, user_ref: str | None) -> str | None:
     return user_ref if kind in USER_FILES else None
 
 
-def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: object, new_str: Any, reason: str,
+def str_replace(*, agent: Agent, user_ref: str | None, path: Any, old_str: object, new_str: object, reason: str,
                 expected_version: int | None) -> Answer:
     kind = kind_of(path, user_ref=user_ref, command="str_replace")
     old = _text(old_str, "old_str", "str_replace", blank=False)

@@ -267,7 +267,7 @@ def assemble(
     strategy = strategy or agent.strategy
     injected = INJECTED[strategy]
     on_demand = on_demand_files(strategy)
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
 
     def add_file(kind: FileKind, prefix: str = "") -> None:
         row = files.get(kind)
@@ -419,7 +419,7 @@ def session_payload(*, agent: Agent, user_ref: str, frozen: dict[str, Any], part
     snapshot = frozen.get("snapshot", {})
     rules_changed = snapshot.get("rules") != scanner.RULES_VERSION
     changed = False
-    rebuilt: list[dict[str, Any]] = []
+    rebuilt: list[dict[str, object]] = []
     for part in parts:
         kind, version = part.get("file"), part.get("version") or 0
         row = files.get(kind) if kind else None

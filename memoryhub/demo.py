@@ -74,7 +74,7 @@ REVIEWER_USERNAME = "reviewer"
 class DemoTool:
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -930,7 +930,7 @@ class _Seeder:
     # staff
 
     def staff(self, workspace: Workspace) -> dict[str, Any]:
-        users: dict[str, Any] = {}
+        users: dict[str, object] = {}
         for spec in STAFF:
             user, created = services.ensure_staff_user(
                 username=spec.username, email=spec.email, password=spec.password, check_password=False

@@ -162,7 +162,7 @@ class _History:
         cost = (Decimal(tokens_in) * Decimal(str(settings.OPENAI_PRICE_INPUT_PER_MTOK))
                 + Decimal(tokens_out) * Decimal(str(settings.OPENAI_PRICE_OUTPUT_PER_MTOK))) / Decimal(1_000_000)
         by_kind = {} if outcome == "failed" else {"merge": 1} if repeated else {"add": 1}
-        counts: dict[str, Any] = {"gather": {"entries": 3},
+        counts: dict[str, object] = {"gather": {"entries": 3},
                                   "consolidate": {"changes": sum(by_kind.values()), "by_kind": by_kind}}
         error = ("The model server answered HTTP 503 (service unavailable); the gate retries later."
                  if outcome == "failed" else "")

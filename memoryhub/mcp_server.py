@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ParamSpec, TypedDict, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -32,13 +32,14 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memoryhub import context, errors, search, services, tool_schemas
 from memoryhub.authentication import AgentAuth
@@ -46,6 +47,8 @@ from memoryhub.models import Agent
 from memoryhub.rest import AgentKeyThrottle
 
 logger = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 SERVER_NAME = "memoryhub"
 VERSION = "1.1"  # the API contract the tools follow (API.md)
@@ -63,24 +66,39 @@ INSTRUCTIONS = (
 # --- the tools (sync: they run in a thread) ---------------------------------------------------
 
 
+class ToolArgs(TypedDict, total=False):
+    """A tool call's arguments as its JSON Schema let them through
+    (tool_schemas.check_arguments): each tool takes some of these."""
+
+    file: str
+    user: str
+    query: str
+    limit: int
+    text: str
+    old_text: str
+    new_text: str
+    reason: str
+    session: int
+
+
 @dataclass(frozen=True)
 class ToolAnswer:
     text: str
-    data: dict[str, Any]
+    data: dict[str, object]
 
 
 def _usage(agent: Agent, kind: str, chars: int) -> str:
     return services.usage_line(kind=kind, chars=chars, limit=agent.limit_for(kind))
 
 
-def _view(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _view(agent: Agent, args: ToolArgs) -> ToolAnswer:
     if args["file"] == tool_schemas.NOTES_FILE:
         return _notes(agent, args)
     answer = _view_file(agent, args)
     return _with_pending(agent, args, answer)
 
 
-def _with_pending(agent: Agent, args: dict[str, Any], answer: ToolAnswer) -> ToolAnswer:
+def _with_pending(agent: Agent, args: ToolArgs, answer: ToolAnswer) -> ToolAnswer:
     """The file's answer, and after it, apart and marked, this agent's own
     proposals on the file that wait for review (services.pending)."""
     changes = services.own_pending_changes(agent=agent, kind=args["file"], user_ref=args.get("user"))
@@ -97,7 +115,7 @@ def _with_pending(agent: Agent, args: dict[str, Any], answer: ToolAnswer) -> Too
     return ToolAnswer("\n".join([answer.text, *lines[:3], pending]), data)
 
 
-def _notes(agent: Agent, args: dict[str, object]) -> ToolAnswer:
+def _notes(agent: Agent, args: ToolArgs) -> ToolAnswer:
     if not args.get("user"):
         raise errors.Invalid("Pass `user`: notes belong to one user's conversations.", field="user")
     notes = services.recent_notes(agent=agent, user_ref=args["user"])
@@ -109,7 +127,7 @@ def _notes(agent: Agent, args: dict[str, object]) -> ToolAnswer:
     return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind='search', text=chr(10).join(lines))}", data)
 
 
-def _note(agent: Agent, args: dict[str, object]) -> ToolAnswer:
+def _note(agent: Agent, args: ToolArgs) -> ToolAnswer:
     saved = services.add_note(agent=agent, user_ref=args["user"], text=args["text"], session_id=args.get("session"))
     data = {"entry": saved.entry.pk, "session": saved.session.pk, "created_at": saved.entry.created_at.isoformat(),
             "redacted": saved.redacted, "redacted_rules": saved.redacted_rules}
@@ -119,7 +137,7 @@ def _note(agent: Agent, args: dict[str, object]) -> ToolAnswer:
     return ToolAnswer(text, data)
 
 
-def _view_file(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _view_file(agent: Agent, args: ToolArgs) -> ToolAnswer:
     view = services.read_memory(agent=agent, kind=args["file"], user_ref=args.get("user"))
     served = context.serve_file(content=view.content, withheld=view.withheld)
     data = {
@@ -136,7 +154,7 @@ def _view_file(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
     return ToolAnswer(f"{header}\n\n{context.as_data(agent=agent, kind=view.kind, text=served.text)}", data)
 
 
-def _search(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _search(agent: Agent, args: ToolArgs) -> ToolAnswer:
     hits = search.search(agent=agent, user_ref=args.get("user"), query=args["query"], limit=args.get("limit", 10))
     results = [hit.as_dict() for hit in hits]
     if not results:
@@ -162,7 +180,7 @@ def _written(agent: Agent, kind: str, result: services.WriteResult, done: str) -
             "approves it.",
             {"proposal": result.proposal.pk, "status": "pending"},
         )
-    data: dict[str, Any] = {"file": kind, "version": result.version, "chars": result.chars}
+    data: dict[str, object] = {"file": kind, "version": result.version, "chars": result.chars}
     if result.changed:
         text = f"{done} {kind}: now v{result.version}, {_usage(agent, kind, result.chars)}."
     else:
@@ -173,26 +191,26 @@ def _written(agent: Agent, kind: str, result: services.WriteResult, done: str) -
     return ToolAnswer(text, data)
 
 
-def _add(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _add(agent: Agent, args: ToolArgs) -> ToolAnswer:
     result = services.add_entry(agent=agent, kind=args["file"], user_ref=args.get("user"), text=args["text"],
                                 reason=args.get("reason", ""))
     return _written(agent, args["file"], result, "Added the entry to")
 
 
-def _replace(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _replace(agent: Agent, args: ToolArgs) -> ToolAnswer:
     result = services.replace_entry(agent=agent, kind=args["file"], user_ref=args.get("user"),
                                     old_text=args["old_text"], new_text=args["new_text"],
                                     reason=args.get("reason", ""))
     return _written(agent, args["file"], result, "Replaced the entry in")
 
 
-def _remove(agent: Agent, args: dict[str, Any]) -> ToolAnswer:
+def _remove(agent: Agent, args: ToolArgs) -> ToolAnswer:
     result = services.remove_entry(agent=agent, kind=args["file"], user_ref=args.get("user"),
                                    old_text=args["old_text"], reason=args.get("reason", ""))
     return _written(agent, args["file"], result, "Removed the entry from")
 
 
-HANDLERS: dict[str, Callable[[Agent, dict[str, Any]], ToolAnswer]] = {
+HANDLERS: dict[str, Callable[[Agent, ToolArgs], ToolAnswer]] = {
     "memory_view": _view,
     "memory_search": _search,
     "memory_add": _add,
@@ -209,7 +227,8 @@ def run_tool(*, agent: Agent, name: str, arguments: object) -> ToolAnswer:
     tool = tool_schemas.BY_NAME.get(name)
     if tool is None:
         raise errors.NotFound(f"There is no tool {name!r}; the tools are {', '.join(tool_schemas.BY_NAME)}.")
-    return HANDLERS[name](agent, tool_schemas.check_arguments(tool, arguments))
+    # The tool's schema checked the names and types: these are its arguments.
+    return HANDLERS[name](agent, cast(ToolArgs, tool_schemas.check_arguments(tool, arguments)))
 
 
 def _as_result(answer: ToolAnswer) -> types.CallToolResult:
@@ -223,11 +242,12 @@ REST_TO_TOOL_FIELDS = {"q": "query"}
 REST_TO_TOOL_WORDS = (("as ?q=…", "as `query`"), ("pass ?user=<user_ref>", "pass `user`"))
 
 
-def _in_tool_words(detail: str, extra: dict[str, Any]) -> tuple[str, dict[str, object]]:
+def _in_tool_words(detail: str, extra: dict[str, object]) -> tuple[str, dict[str, object]]:
     for rest, tool in REST_TO_TOOL_WORDS:
         detail = detail.replace(rest, tool)
-    if extra.get("field") in REST_TO_TOOL_FIELDS:
-        extra = {**extra, "field": REST_TO_TOOL_FIELDS[extra["field"]]}
+    field = extra.get("field")
+    if isinstance(field, str) and field in REST_TO_TOOL_FIELDS:
+        extra = {**extra, "field": REST_TO_TOOL_FIELDS[field]}
     return detail, extra
 
 
@@ -283,7 +303,7 @@ class ToolThreads:
             self._pool = ThreadPoolExecutor(self.size, thread_name_prefix="mcp-tools")
         return self._pool
 
-    def run(self, function: Callable[..., object]) -> Callable[..., Any]:
+    def run(self, function: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
         return sync_to_async(function, thread_sensitive=False, executor=self.pool)
 
     def take(self) -> tuple[ThreadPoolExecutor | None, int]:
@@ -306,7 +326,7 @@ def build_server(*, agent_slug: str | None = None) -> Server[object]:
                    for t in tool_schemas.TOOLS]
         )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[object], params: types.CallToolRequestParams) -> types.CallToolResult:
         agent = None
         if agent_slug is None:
             request = ctx.request
@@ -469,7 +489,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
 def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
-    async def replayed() -> Any:
+    async def replayed() -> Message:
         nonlocal sent
         if not sent:
             sent = True
@@ -573,7 +593,7 @@ class AgentKeyAuth:
         self.streams.open(key_id)
         started = finished = False
 
-        async def tracked(message: Any) -> None:
+        async def tracked(message: Message) -> None:
             nonlocal started, finished
             if message["type"] == "http.response.start":
                 started = True

@@ -100,7 +100,7 @@ _LIMIT_FIELDS = {kind: f"limit_{kind.removesuffix('.md').lower()}" for kind in F
 _SCANNER_RULE = re.compile(r"fails the memory scanner \(([^)]{1,64})\)")
 
 
-def _limit_expression() -> Any:
+def _limit_expression() -> object:
     from django.db.models import Case, When
 
     return Case(*[When(kind=kind, then=F(f"agent__{field}")) for kind, field in _LIMIT_FIELDS.items()],

@@ -63,7 +63,7 @@ def error_body(code: str, detail: str, **extra: object) -> dict[str, object]:
     return {"error": {"code": code, "detail": detail, **extra}}
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, object]) -> Response | None:
     """Every error leaves as {"error": {"code", "detail", …}}."""
     if isinstance(exc, errors.DomainError):
         return Response({"error": exc.as_dict()}, status=exc.status)
@@ -82,7 +82,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return None
     code = next((c for cls, c in _DRF_CODES if isinstance(exc, cls)), "invalid")
     headers: dict[str, str] = {}
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if isinstance(exc, exceptions.ValidationError):
         message, field = _first_message(exc.detail)
         detail = f"{field}: {message}" if field else message

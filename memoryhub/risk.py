@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from memoryhub import scanner
 from memoryhub.models import AGENT_SCOPED, RiskLevel
@@ -91,7 +91,7 @@ def added_directives(*, old: str, new: str) -> list[tuple[int, str, scanner.Dire
     return found
 
 
-def tags_for(*, kind: str, old: str, new: str, pii: list[dict[str, str]] | None = None) -> list[str]:
+def tags_for(*, kind: str, old: str, new: str, pii: Sequence[object] | None = None) -> list[str]:
     """The risk tags of a change from `old` to `new` of a file of `kind`, in TAGS order."""
     removed, added = _changed_lines(old, new)
     added_text = [line for line in added if line.strip()]

@@ -571,7 +571,7 @@ def _timeline_events(proposal: Proposal, *, chain: set[int], rollbacks: list[int
     return AuditEvent.objects.filter(wanted).select_related("actor_agent").order_by("created_at", "id")
 
 
-def _common(event: AuditEvent, details: dict[str, Any]) -> dict[str, Any]:
+def _common(event: AuditEvent, details: dict[str, object]) -> dict[str, Any]:
     return {"at": event.created_at, "who": _who(event), "reason_code": _text(details.get("reason_code"))}
 
 

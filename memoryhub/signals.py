@@ -16,7 +16,7 @@ from memoryhub.models import MemoryFile
 
 
 @receiver(pre_create_historical_record, sender=MemoryFile.history.model)
-def copy_history_context(sender: Any, instance: MemoryFile, history_instance: Any, **kwargs: object) -> None:
+def copy_history_context(sender: object, instance: MemoryFile, history_instance: Any, **kwargs: object) -> None:
     history_instance.source = getattr(instance, "_history_source", history_instance.source)
     history_instance.actor_agent = getattr(instance, "_history_actor_agent", None)
     history_instance.proposal = getattr(instance, "_history_proposal", None)

@@ -56,9 +56,9 @@ def user_pseudonym(user_ref: str) -> str | None:
     return digest.hexdigest()[:16]
 
 
-def payload_for(event: AuditEvent, name: str) -> dict[str, Any]:
+def payload_for(event: AuditEvent, name: str) -> dict[str, object]:
     target_type = event.target_type
-    target: dict[str, Any] | None = None
+    target: dict[str, object] | None = None
     if target_type:
         target = {"type": target_type.lower(), "id": int(event.target_id) if event.target_id.isdigit()
                   else event.target_id}

@@ -4,8 +4,6 @@ and redirect; the rules live in notifications.services."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -28,7 +26,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     if not admin_ids:
         raise PermissionDenied("Only a workspace admin may manage webhooks.")
     # No event ticked: a new receiver gets what its admin chose, not everything.
-    form: dict[str, Any] = {"url": "", "events": [], "workspace": ""}
+    form: dict[str, object] = {"url": "", "events": [], "workspace": ""}
     error = ""
     status = 200
     if request.method == "POST":

@@ -44,7 +44,7 @@ class ProposalPagination(PageNumberPagination):
         return size
 
 
-def proposal_summary(p: Proposal) -> dict[str, Any]:
+def proposal_summary(p: Proposal) -> dict[str, object]:
     return {
         "id": p.pk,
         "agent": p.agent.slug,
@@ -62,7 +62,7 @@ def proposal_summary(p: Proposal) -> dict[str, Any]:
     }
 
 
-def proposal_detail(p: Proposal) -> dict[str, Any]:
+def proposal_detail(p: Proposal) -> dict[str, object]:
     return {
         **proposal_summary(p),
         "base_content": p.base_content,
@@ -249,7 +249,7 @@ class ProposalApproveView(StaffAPIView):
         proposal = services.approve_proposal(proposal_id=proposal.pk, reviewer=request.user, comment=data["comment"],
                                              reason_code=data["reason_code"],
                                              acknowledge_personal_data=data["acknowledge_personal_data"])
-        answer: dict[str, Any] = {"status": proposal.status, "version": proposal.applied_version,
+        answer: dict[str, object] = {"status": proposal.status, "version": proposal.applied_version,
                                   "stale_siblings": list(proposal.stale_siblings)}
         if proposal.status == ProposalStatus.PENDING:
             answer["approvals"] = 1
@@ -487,7 +487,7 @@ class FileReleaseView(StaffAPIView):
 # --- agents ------------------------------------------------------------------------------------
 
 
-def agent_detail(agent: Agent) -> dict[str, Any]:
+def agent_detail(agent: Agent) -> dict[str, object]:
     return {
         "slug": agent.slug,
         "workspace": agent.workspace.slug,

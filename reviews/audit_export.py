@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
@@ -23,7 +22,7 @@ CHUNK = 500
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def event_row(event: AuditEvent) -> dict[str, Any]:
+def event_row(event: AuditEvent) -> dict[str, object]:
     return {
         "id": event.pk,
         "created_at": event.created_at.isoformat(),
@@ -43,7 +42,7 @@ def _events(queryset: QuerySet[AuditEvent]) -> Iterator[AuditEvent]:
     return queryset.select_related("workspace", "actor_user", "actor_agent", "agent").iterator(chunk_size=CHUNK)
 
 
-def _safe_cell(value: Any) -> str:
+def _safe_cell(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -256,7 +256,7 @@ def collapse(rows: Sequence[SideRow] | Sequence[UnifiedRow], context: int = CONT
     return out
 
 
-def _skip_row(first: Any, count: int) -> Any:
+def _skip_row(first: object, count: int) -> SideRow | UnifiedRow:
     if isinstance(first, SideRow):
         return SideRow("skip", None, (), None, (), skipped=count)
     return UnifiedRow("…", None, None, (), skipped=count)

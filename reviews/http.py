@@ -8,8 +8,7 @@ one place that decides between the whole page and one of its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -27,7 +26,7 @@ def wants_fragment(request: HtmxHttpRequest) -> bool:
     return bool(request.htmx) and not request.htmx.history_restore_request
 
 
-def page_or_fragment(request: HtmxHttpRequest, template_name: str, context: dict[str, Any], *,
+def page_or_fragment(request: HtmxHttpRequest, template_name: str, context: Mapping[str, object], *,
                      fragments: Sequence[str], status: int | None = None) -> TemplateResponse:
     """The page, or for htmx the fragment named like the element it targets
     (the first of `fragments` when it targets none of them). The same URL
@@ -36,6 +35,6 @@ def page_or_fragment(request: HtmxHttpRequest, template_name: str, context: dict
     if wants_fragment(request):
         target = request.htmx.target or ""
         name += "#" + (target if target in fragments else fragments[0])
-    response = TemplateResponse(request, name, context, status=status)
+    response = TemplateResponse(request, name, dict(context), status=status)
     patch_vary_headers(response, ("HX-Request",))
     return response

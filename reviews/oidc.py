@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from typing import Any
 
 import requests
 from django.conf import settings
@@ -33,6 +32,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from memoryhub import services
+from memoryhub.actors import StaffUser
 from memoryhub.models import Membership, Role, Workspace
 from reviews.models import OIDCIdentity
 from reviews.two_factor import record_signin_event
@@ -64,7 +64,7 @@ def callback(request: HttpRequest) -> HttpResponse:
     return OIDCAuthenticationCallbackView.as_view()(request)  # type: ignore[no-any-return]
 
 
-def roles_from_claims(claims: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+def roles_from_claims(claims: dict[str, object]) -> tuple[dict[str, str], list[str]]:
     """({workspace slug: role}, ignored values) from the roles claim, for
     workspaces that exist here."""
     raw = claims.get(settings.OIDC_ROLES_CLAIM) or []
@@ -84,7 +84,7 @@ def roles_from_claims(claims: dict[str, Any]) -> tuple[dict[str, str], list[str]
     return {slug: role for slug, role in asked.items() if slug in known}, ignored
 
 
-def _username(claims: dict[str, Any], issuer: str, subject: str) -> str:
+def _username(claims: dict[str, object], issuer: str, subject: str) -> str:
     wanted = claims.get(settings.OIDC_USERNAME_CLAIM) or claims.get("email") or subject
     base = _USERNAME_UNSAFE.sub("", str(wanted))[: _USERNAME_MAX - 9] or "oidc"
     User = get_user_model()
@@ -96,7 +96,7 @@ def _username(claims: dict[str, Any], issuer: str, subject: str) -> str:
 
 
 class MemoryHubOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
-    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:
+    def authenticate(self, request: HttpRequest | None, **kwargs: object) -> StaffUser | None:
         if request is None or not enabled():
             return None
         try:
@@ -107,10 +107,10 @@ class MemoryHubOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
             logger.warning("OpenID Connect sign-in failed: %s", exc)
             return None
 
-    def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
+    def verify_token(self, token: str, **kwargs: object) -> dict[str, object]:
         """mozilla-django-oidc checks the signature and nonce; the audience
         and issuer are checked here."""
-        payload: dict[str, Any] = super().verify_token(token, **kwargs)
+        payload: dict[str, object] = super().verify_token(token, **kwargs)
         audience = payload.get("aud")
         audiences = audience if isinstance(audience, list) else [audience]
         if settings.OIDC_RP_CLIENT_ID not in audiences:
@@ -121,7 +121,7 @@ class MemoryHubOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
             raise SuspiciousOperation("The id_token names no subject.")
         return payload
 
-    def get_or_create_user(self, access_token: str, id_token: str, payload: dict[str, Any]) -> Any:
+    def get_or_create_user(self, access_token: str, id_token: str, payload: dict[str, object]) -> StaffUser | None:
         userinfo = self.get_userinfo(access_token, id_token, payload)
         if str(userinfo.get("sub", "")) != str(payload["sub"]):
             raise SuspiciousOperation("The userinfo answer is about another subject than the id_token.")
@@ -134,8 +134,8 @@ class MemoryHubOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
         except IntegrityError as exc:  # two first sign-ins of one subject at once
             raise SuspiciousOperation("Concurrent first sign-in; try again.") from exc
 
-    def _sign_in(self, *, claims: dict[str, Any], issuer: str, subject: str, roles: dict[str, str],
-                 ignored: list[str]) -> Any:
+    def _sign_in(self, *, claims: dict[str, object], issuer: str, subject: str, roles: dict[str, str],
+                 ignored: list[str]) -> StaffUser | None:
         identity = OIDCIdentity.objects.select_related("user").select_for_update().filter(
             issuer=issuer, subject=subject).first()
         details = {"issuer": issuer, "subject": subject, "roles": roles, "ignored": ignored}

@@ -17,7 +17,6 @@ import secrets
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
-from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -78,7 +77,7 @@ def once_per_submit(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
     is redirected back to the page with a message instead of acting again."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
         if request.method == "POST":
             try:
                 consume(request)

@@ -70,10 +70,38 @@ def _forget_seed_window(conn: Any) -> None:
 @pytest.fixture
 def agent() -> Any:
     """An agent in a workspace of its own (tests.factories.AgentFactory's
-    defaults). Modules that need another agent define their own."""
+    defaults: write policy `direct`). Modules that need another agent define
+    their own, and say how it differs."""
     from tests.factories import AgentFactory
 
     return AgentFactory()
+
+
+@pytest.fixture
+def reviewer(agent: Any) -> Any:
+    """A reviewer of `agent`'s workspace."""
+    from memoryhub.models import Role
+    from tests.factories import staff
+
+    return staff(agent.workspace, Role.REVIEWER)
+
+
+@pytest.fixture
+def admin(agent: Any) -> Any:
+    """An admin of `agent`'s workspace."""
+    from memoryhub.models import Role
+    from tests.factories import staff
+
+    return staff(agent.workspace, Role.ADMIN)
+
+
+@pytest.fixture
+def key(agent: Any) -> str:
+    """A fresh API key of `agent` (whichever `agent` the module uses), as
+    the agent would send it."""
+    from memoryhub import services
+
+    return services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
 
 
 @pytest.fixture

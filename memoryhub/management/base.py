@@ -11,12 +11,11 @@ could tell apart from that second admin (docs/operations.md).
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 
 from memoryhub import errors, services
+from memoryhub.actors import Actor
 
 AS_HELP = (
     "Act as this staff user, with their role in the agent's workspace, as the console would. A setting that "
@@ -30,7 +29,7 @@ def add_as_argument(parser: CommandParser) -> None:
     parser.add_argument("--as", dest="as_user", metavar="USERNAME", help=AS_HELP)
 
 
-def acting_as(username: str | None) -> Any:
+def acting_as(username: str | None) -> Actor:
     """SYSTEM, or the named active staff user."""
     if not username:
         return services.SYSTEM

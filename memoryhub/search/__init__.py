@@ -66,10 +66,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import context, errors, services
+from memoryhub import context, errors
 from memoryhub.models import Agent, LogEntry
 from memoryhub.search import index
 from memoryhub.search import text as _text
+from memoryhub.services.limits import validate_user_ref
 
 MAX_QUERY_CHARS = 200
 MAX_LIMIT = 50
@@ -208,7 +209,7 @@ class SearchHit:
     how: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        data: dict[str, Any] = {"source": self.source}
+        data: dict[str, object] = {"source": self.source}
         if self.file is not None:
             data["file"] = self.file
             data["version"] = self.version
@@ -258,7 +259,7 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise errors.Invalid(f"limit must be a whole number from 1 to {MAX_LIMIT}.", field="limit")
     if user_ref:
-        user_ref = services.validate_user_ref(user_ref)
+        user_ref = validate_user_ref(user_ref)
     now = timezone.now()
     docs = index.scope_docs(agent=agent, user_ref=user_ref or None, words=parsed.words)
     analysed = index.analyse(docs)
@@ -351,7 +352,7 @@ class EntryView:
 def read_entry(*, agent: Agent, user_ref: str, entry_id: int) -> EntryView:
     """A log entry of this agent and user, whole and re-scanned. Another
     agent's or user's entry is as absent as one that never existed."""
-    user_ref = services.validate_user_ref(user_ref)
+    user_ref = validate_user_ref(user_ref)
     # Ids are 64-bit: a larger number names nothing (and would overflow the driver).
     entry = None
     if 1 <= entry_id < 2**63:

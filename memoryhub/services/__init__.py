@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from memoryhub.actors import SYSTEM, Actor, System, is_system, staff_id, staff_user, username_of
 from memoryhub.policy import authors_of
+from memoryhub.services._write import make_diff
 from memoryhub.services.access import (
     ADMIN_ROLES,
     READ_ROLES,
@@ -94,7 +95,6 @@ from memoryhub.services.memory import (
     file_versions,
     get_file,
     is_stale,
-    make_diff,
     read_memory,
     view_of,
     withhold_file,

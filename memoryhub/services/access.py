@@ -13,7 +13,7 @@ object is a 404, not a 403 (its existence is not disclosed).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, SupportsInt
 
 from django.db.models import QuerySet
 
@@ -89,7 +89,9 @@ def get_agent_for_user(user: Actor | None, slug: str) -> Agent:
     return agent
 
 
-def _int_id(value: Any, what: str) -> int:
+def _int_id(value: object, what: str) -> int:
+    if not isinstance(value, str | bytes | SupportsInt):
+        raise errors.NotFound(f"There is no such {what}.")
     try:
         number = int(value)
     except (TypeError, ValueError) as exc:

@@ -19,7 +19,7 @@ agent's defaults.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from decimal import Decimal, InvalidOperation
@@ -42,6 +42,7 @@ from memoryhub.models import (
     Workspace,
     WritePolicy,
 )
+from memoryhub.services._change_request import request_change
 from memoryhub.services.access import require_admin
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import PII_POLICIES
@@ -76,7 +77,7 @@ def _check_slug(value: object, *, what: str) -> str:
 # --- setting specs ---------------------------------------------------------------------------
 
 
-def _choice(choices: Any, label: str) -> Callable[[object, str], str]:
+def _choice(choices: Iterable[str], label: str) -> Callable[[object, str], str]:
     def clean(value: object, field: str) -> str:
         if value not in list(choices):
             raise errors.Invalid(f"{label} must be one of {', '.join(choices)}; got {value!r}.", field=field)
@@ -261,7 +262,7 @@ def clean_settings(specs: dict[str, Setting], raw: object, aliases: dict[str, st
     naming the first bad or unknown one."""
     if not isinstance(raw, dict):
         raise errors.Invalid("Send the settings to change as a JSON object.")
-    cleaned: dict[str, Any] = {}
+    cleaned: dict[str, object] = {}
     for key, value in raw.items():
         field = (aliases or {}).get(str(key), str(key))
         spec = specs.get(field)
@@ -300,10 +301,10 @@ def ensure_workspace(*, slug: str, name: str = "", actor_user: Actor | None = No
 # --- agents -------------------------------------------------------------------------------------
 
 
-def new_agent_defaults(workspace: Workspace, fields: Any) -> dict[str, object]:
+def new_agent_defaults(workspace: Workspace, fields: Iterable[str]) -> dict[str, object]:
     """What a new agent in `workspace` starts with, for the given fields:
     the model's defaults under the workspace's default write policy."""
-    defaults: dict[str, Any] = {}
+    defaults: dict[str, object] = {}
     for field in fields:
         model_field = Agent._meta.get_field(field)
         assert isinstance(model_field, Field)
@@ -409,8 +410,6 @@ def update_agent(*, agent: Agent, settings: object, actor: Actor, reason: object
     becomes one pending change (all its fields, decided together); otherwise
     the fields apply at once. SYSTEM is refused a weakening (NeedsRequester).
     No change, no write and no event."""
-    from memoryhub.services.changes import request_change
-
     require_admin(user=actor, workspace=agent.workspace_id, action="change agent settings")
     wanted = clean_settings(AGENT_SETTINGS, settings, AGENT_ALIASES)
     with transaction.atomic():
@@ -457,8 +456,6 @@ def apply_agent_settings(*, agent: Agent, wanted: dict[str, object], actor: Acto
 
 def update_workspace(*, workspace: Workspace, settings: object, actor: Actor, reason: object = "") -> SettingsUpdate:
     """Workspace settings, governed like an agent's."""
-    from memoryhub.services.changes import request_change
-
     require_admin(user=actor, workspace=workspace.pk, action="change workspace settings")
     wanted = clean_settings(WORKSPACE_SETTINGS, settings)
     with transaction.atomic():

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.db.models import Model
+
 from memoryhub.actors import Actor
 from memoryhub.models import Agent, AuditEvent, Workspace
 from memoryhub.services.access import user_or_none
@@ -37,7 +39,7 @@ def record_event(
     actor_user: Actor | None = None,
     actor_agent: Agent | None = None,
     user_ref: str = "",
-    target: Any = None,
+    target: Model | None = None,
     summary: str = "",
     details: dict[str, Any] | None = None,
 ) -> AuditEvent:

@@ -9,8 +9,6 @@ requested against, so a change overtaken by events is refused (409
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,6 +16,8 @@ from memoryhub import errors, policy
 from memoryhub.actors import Actor, username_of
 from memoryhub.models import Agent, Change, ChangeKind, ChangeQuerySet, ChangeStatus, Workspace
 from memoryhub.policy import refuse
+from memoryhub.services._change_request import REASON_MAX, request_change
+from memoryhub.services._write import lock_file
 from memoryhub.services.access import (
     REVIEW_ROLES,
     _int_id,
@@ -25,50 +25,24 @@ from memoryhub.services.access import (
     user_or_none,
     workspace_ids_for,
 )
+from memoryhub.services.agents import (
+    AGENT_SETTINGS,
+    WORKSPACE_SETTINGS,
+    Setting,
+    apply_agent_settings,
+    apply_workspace_settings,
+)
 from memoryhub.services.audit import record_event
+from memoryhub.services.erasure import erase_subject, scrubbed
 from memoryhub.services.limits import validate_target, validate_text
-from memoryhub.services.memory import lock_file, release_file
+from memoryhub.services.memory import release_file
 
-REASON_MAX = 1000
 COMMENT_MAX = 2000
+
+
 class StaleChange(errors.DomainError):
     code = "stale_change"
     status = 409
-
-
-def request_change(
-    *,
-    workspace: Workspace,
-    kind: str,
-    actor: Actor,
-    payload: dict[str, object],
-    summary: str,
-    reason: object = "",
-    agent: Agent | None = None,
-    file_kind: str = "",
-    user_ref: str = "",
-    event_user_ref: str | None = None,
-) -> Change:
-    """Record a pending change (the caller checked the requester's role).
-    `event_user_ref` names the user in the audit event instead of
-    `user_ref` (an erasure names its subject by pseudonym only)."""
-    reason = validate_text(reason, field="reason", label="The reason", max_length=REASON_MAX)
-    change = Change.objects.create(
-        workspace=workspace, agent=agent, kind=kind, file_kind=file_kind, user_ref=user_ref, payload=payload,
-        summary=summary[:500], reason=reason, requested_by=user_or_none(actor),
-        requested_by_username=username_of(actor),
-    )
-    record_event(
-        action="change.request",
-        workspace=workspace,
-        agent=agent,
-        actor_user=actor,
-        user_ref=user_ref if event_user_ref is None else event_user_ref,
-        target=change,
-        summary=f"Requested change #{change.pk}: {change.summary}",
-        details={"kind": kind, "payload": payload, "reason": reason},
-    )
-    return change
 
 
 def request_release(*, agent: Agent, kind: str, user_ref: str | None = None, actor: Actor, reason: object) -> Change:
@@ -141,8 +115,6 @@ def approve_change(*, change_id: object, actor: Actor, comment: object = "") -> 
         change = _lock(change_id)
         refuse(policy.approve_change(actor=actor, change=change))
         if change.kind == ChangeKind.ERASURE:
-            from memoryhub.services.erasure import scrubbed
-
             # Kept with the decision and its audit event, after the subject is gone.
             comment = scrubbed(change=change, text=comment)
         result = _apply(change, actor=actor)
@@ -160,14 +132,7 @@ def approve_change(*, change_id: object, actor: Actor, comment: object = "") -> 
     return change
 
 
-def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
-    from memoryhub.services.agents import (
-        AGENT_SETTINGS,
-        WORKSPACE_SETTINGS,
-        apply_agent_settings,
-        apply_workspace_settings,
-    )
-
+def _apply(change: Change, *, actor: Actor) -> dict[str, object]:
     if change.kind == ChangeKind.AGENT_SETTINGS:
         assert change.agent is not None
         agent = Agent.objects.select_for_update().get(pk=change.agent.pk)
@@ -197,13 +162,12 @@ def _apply(change: Change, *, actor: Actor) -> dict[str, Any]:
         )
         return {"released_version": version}
     if change.kind == ChangeKind.ERASURE:
-        from memoryhub.services.erasure import erase_subject
-
         return erase_subject(change=change, actor=actor)
     raise errors.Invalid(f"Unknown change kind {change.kind!r}.")
 
 
-def _current_matches(change: Change, obj: object, specs: dict[str, Any]) -> tuple[dict[str, object], dict[str, object]]:
+def _current_matches(change: Change, obj: object,
+                     specs: dict[str, Setting]) -> tuple[dict[str, object], dict[str, object]]:
     """The requested values, if every field still holds the value the
     request was made against; else StaleChange."""
     fields: dict[str, dict[str, str]] = change.payload.get("fields", {})

@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -15,7 +14,7 @@ from django.utils import timezone
 from memoryhub import errors
 from memoryhub.actors import Actor, StaffUser
 from memoryhub.models import Agent, ApiKey, StaffToken
-from memoryhub.services.access import require_admin, user_or_none
+from memoryhub.services.access import _int_id, require_admin, user_or_none
 from memoryhub.services.audit import record_event
 
 AGENT_KEY_PREFIX = "mh_"
@@ -52,10 +51,11 @@ def issue_agent_key(*, agent: Agent, actor: Actor, name: object = "") -> tuple[A
     return key, raw
 
 
-def get_agent_key(*, agent: Agent, key_id: Any) -> ApiKey:
+def get_agent_key(*, agent: Agent, key_id: object) -> ApiKey:
     try:
-        return ApiKey.objects.select_related("agent__workspace").get(pk=int(key_id), agent=agent)
-    except (TypeError, ValueError, OverflowError, ApiKey.DoesNotExist) as exc:
+        pk = _int_id(key_id, "key")
+        return ApiKey.objects.select_related("agent__workspace").get(pk=pk, agent=agent)
+    except (errors.NotFound, OverflowError, ApiKey.DoesNotExist) as exc:
         raise errors.NotFound("This agent has no such key.") from exc
 
 
@@ -109,7 +109,7 @@ def agent_for_key(raw: str) -> tuple[Agent, ApiKey] | None:
     return key.agent, key
 
 
-def user_for_token(raw: str) -> tuple[Any, StaffToken] | None:
+def user_for_token(raw: str) -> tuple[StaffUser, StaffToken] | None:
     if not raw.startswith(STAFF_TOKEN_PREFIX):
         return None
     token = (
@@ -126,7 +126,7 @@ def user_for_token(raw: str) -> tuple[Any, StaffToken] | None:
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def touch_last_used(model: type[ApiKey] | type[StaffToken], pk: int, last_used_at: Any) -> None:
+def touch_last_used(model: type[ApiKey] | type[StaffToken], pk: int, last_used_at: datetime | None) -> None:
     now = timezone.now()
     if last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION:
         model.objects.filter(pk=pk).update(last_used_at=now)

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memoryhub import context, errors
@@ -64,10 +64,11 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.services import redaction, sweep
+from memoryhub.services._change_request import request_change
+from memoryhub.services._write import apply_version, lock_file
 from memoryhub.services.access import ADMIN_ROLES, user_or_none
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import validate_text
-from memoryhub.services.memory import apply_version, lock_file
 from memoryhub.services.subjects import Subject, find_subject, subject_in
 
 ERASE_ROLES = ADMIN_ROLES
@@ -159,8 +160,6 @@ def request_erasure(*, actor: Actor, user_ref: object, reason: object,
     reason = validate_text(reason, field="reason", label="The reason for an erasure", max_length=REASON_MAX,
                            required=True)
     digest = subject_hash(workspace=subject.workspace, user_ref=subject.user_ref)
-    from memoryhub.services.changes import request_change
-
     with transaction.atomic():
         Workspace.objects.select_for_update().get(pk=subject.workspace.pk)
         existing = Change.objects.pending().filter(kind=ChangeKind.ERASURE, workspace=subject.workspace,
@@ -273,11 +272,11 @@ def erase_subject(*, change: Change, actor: Actor) -> dict[str, object]:
             "subject_hash": digest, "planned": planned, "counts": counts}
 
 
-def erasure_records(*, workspace_ids: object) -> Any:
+def erasure_records(*, workspace_ids: object) -> QuerySet[ErasureRecord]:
     return ErasureRecord.objects.filter(workspace_id__in=workspace_ids).select_related("workspace", "change")
 
 
-def pending_erasures(*, workspace_ids: object) -> Any:
+def pending_erasures(*, workspace_ids: object) -> QuerySet[Change]:
     return Change.objects.filter(workspace_id__in=workspace_ids, kind=ChangeKind.ERASURE,
                                  status=ChangeStatus.PENDING).select_related("workspace", "requested_by")
 

@@ -8,19 +8,18 @@ compare-and-swap) are checked here for every caller.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from memoryhub import errors
 from memoryhub.actors import Actor
-from memoryhub.models import Agent, MemoryFile, Proposal, ProposalStatus, Source, WritePolicy, limit_kind_of, scope_of
-from memoryhub.services._write import screen
+from memoryhub.models import Agent, MemoryFile, Proposal, Source, WritePolicy, limit_kind_of, scope_of
+from memoryhub.services._write import FirstVersionRace, apply_version, create_proposal, lock_file, screen
 from memoryhub.services.access import require_reviewer, user_or_none
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import (
@@ -40,17 +39,6 @@ WRITE_SUMMARIES = {
     "str_replace": "replaced text in {kind}",
     "insert": "inserted a line into {kind}",
 }
-
-
-def make_diff(*, kind: str, old: str, new: str, old_label: str, new_label: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"{kind} {old_label}",
-        tofile=f"{kind} {new_label}",
-    )
-    # A last line without a newline would glue onto the next diff header.
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 # --- reading ------------------------------------------------------------------------
@@ -141,81 +129,6 @@ class WriteResult:
     duplicate: bool = False
 
 
-class FirstVersionRace(errors.VersionConflict):
-    """Another transaction created the file's row first: there was no row
-    to lock, so the two could not queue on it."""
-
-
-def lock_file(*, agent: Agent, kind: str, user_ref: str) -> MemoryFile | None:
-    """The file row, locked until the transaction ends: every state change
-    of one file (write, approve, rollback, withhold) serialises on it."""
-    return MemoryFile.objects.select_for_update(of=("self",)).filter(
-        agent=agent, kind=kind, user_ref=user_ref
-    ).first()
-
-
-def apply_version(
-    *,
-    agent: Agent,
-    kind: str,
-    user_ref: str,
-    file: MemoryFile | None,
-    content: str,
-    source: str,
-    reason: str,
-    actor_user: Actor | None = None,
-    actor_agent: Agent | None = None,
-    approved_by: Any = None,
-    proposal: Proposal | None = None,
-) -> MemoryFile:
-    """Save one new version (the caller holds the row lock and has checked
-    the rules). Pending proposals made from an older version turn stale."""
-    now = timezone.now()
-    if file is None:
-        file = MemoryFile(agent=agent, kind=kind, user_ref=user_ref, content=content, version=1)
-    else:
-        file.content = content
-        file.version += 1
-    file.updated_at = now
-    file._history_user = user_or_none(actor_user)  # type: ignore[attr-defined]
-    file._change_reason = reason[:100] if reason else ""  # type: ignore[attr-defined]
-    file._history_source = source  # type: ignore[attr-defined]
-    file._history_actor_agent = actor_agent  # type: ignore[attr-defined]
-    file._history_proposal = proposal  # type: ignore[attr-defined]
-    file._history_approved_by = user_or_none(approved_by)  # type: ignore[attr-defined]
-    try:
-        # A savepoint so that losing the race to create the first version
-        # surfaces as a version conflict, not a broken transaction.
-        with transaction.atomic():
-            file.save()
-    except IntegrityError as exc:
-        raise FirstVersionRace(
-            f"{kind} was written by someone else at the same moment; read it again and retry.",
-            current_version=1,
-        ) from exc
-    stale = Proposal.objects.pending().for_file(agent, kind, user_ref).exclude(base_version=file.version)
-    if proposal is not None:
-        stale = stale.exclude(pk=proposal.pk)
-    # One audit event per proposal that turned stale (what a reviewer and a
-    # `proposal.stale` webhook need to know); the file lock keeps the list
-    # and the update in step.
-    stale_ids = list(stale.values_list("pk", flat=True))
-    if stale_ids:
-        Proposal.objects.filter(pk__in=stale_ids).update(status=ProposalStatus.STALE)
-        for stale_id in stale_ids:
-            record_event(
-                action="proposal.stale",
-                agent=agent,
-                actor_user=actor_user,
-                actor_agent=actor_agent,
-                user_ref=user_ref,
-                target=Proposal(pk=stale_id),
-                summary=f"Proposal #{stale_id} is stale: {kind} moved on to v{file.version}",
-                details={"current_version": file.version},
-            )
-    return file
-
-
 def write_memory(
     *,
     agent: Agent,
@@ -276,8 +189,6 @@ def _edit_locked(
     expected_version: int | None,
     operation: str,
 ) -> WriteResult:
-    from memoryhub.services.proposals import create_proposal
-
     did = WRITE_SUMMARIES[operation].format(kind=kind)
     with transaction.atomic():
         file = lock_file(agent=agent, kind=kind, user_ref=user_ref)

@@ -14,8 +14,10 @@ exported version as a new version of a new file, in order, with its
 original source and reason; the original author and time go into the
 `agent.import` audit event, and an export of an imported agent reports them
 again (with `imported_at`), so an agent moved twice keeps its provenance.
-An import is all or nothing: one transaction, and any version that today's
-scanner or the agent's limits refuse refuses the whole document.
+An import is all or nothing: one transaction, and every version passes the
+write pipeline's checks (services._write.screen: the agent's limits, today's
+scanner, the workspace's personal-data policy); one refused version refuses
+the whole document.
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ from django.utils import timezone
 from memoryhub import errors, jsonstream
 from memoryhub.actors import Actor, is_system
 from memoryhub.models import Agent, AuditEvent, MemoryFile, Source, Workspace
+from memoryhub.services._write import apply_version, lock_file, screen
 from memoryhub.services.access import require_admin, user_or_none
 from memoryhub.services.agents import AGENT_SETTINGS, create_agent, ensure_workspace
 from memoryhub.services.audit import record_event
-from memoryhub.services.limits import check_limit, check_safe, validate_content, validate_target
-from memoryhub.services.memory import apply_version, lock_file
+from memoryhub.services.limits import validate_content, validate_target
 from memoryhub.services.tools import replace_tools
 
 AGENT_FORMAT = "memoryhub.agent"
@@ -131,7 +133,7 @@ def export_agent(*, agent: Agent, actor: Actor, users: str = USERS_NONE) -> Iter
 # --- import ----------------------------------------------------------------------------------
 
 
-def _field(container: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, *,
+def _field(container: dict[str, object], key: str, kind: type | tuple[type, ...], where: str, *,
            optional: bool = False) -> Any:
     if key not in container:
         if optional:
@@ -152,7 +154,7 @@ def _short_text(value: object, where: str, max_length: int) -> str:
     return text
 
 
-def _read_versions(entry: dict[str, object], where: str) -> list[dict[str, Any]]:
+def _read_versions(entry: dict[str, object], where: str) -> list[dict[str, object]]:
     versions = _field(entry, "versions", list, where)
     if not versions:
         raise errors.Invalid(f"{where}.versions is empty.", field=f"{where}.versions")
@@ -265,23 +267,27 @@ def import_agent(*, document: object, actor: Actor, workspace: Workspace | str |
 def _write_files(*, agent: Agent, files: list[dict[str, Any]], actor: Actor) -> list[dict[str, object]]:
     """Write every version through the memory service, in order; returns the
     provenance of each written version for the import's audit event."""
-    provenance: list[dict[str, Any]] = []
+    provenance: list[dict[str, object]] = []
     for entry in files:
         kind, user_ref = entry["kind"], entry["user_ref"]
         label = kind + (f" of {user_ref}" if user_ref else "")
         for version in entry["versions"]:
+            file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
             try:
-                check_limit(agent=agent, kind=kind, content=version["content"])
-                check_safe(version["content"])
+                # The write pipeline's checks, personal-data policy included:
+                # an import keeps no more than a write by the agent would.
+                screened = screen(agent=agent, kind=kind, content=version["content"])
             except errors.DomainError as exc:
                 raise type(exc)(f"{label} version {version['number']}: {exc.detail}", **exc.extra) from exc
-            file = lock_file(agent=agent, kind=kind, user_ref=user_ref)
-            if (file.content if file else "") == version["content"]:
+            if (file.content if file else "") == screened.content:
                 continue  # a write that changes nothing is not stored
-            file = apply_version(agent=agent, kind=kind, user_ref=user_ref, file=file, content=version["content"],
+            # Provisioning writes the document's history as it is: versions,
+            # not proposals, whatever the new agent's write policy.
+            file = apply_version(agent=agent, kind=kind, user_ref=user_ref, file=file, content=screened.content,
                                  source=version["source"], reason=version["reason"], actor_user=user_or_none(actor))
             provenance.append({"file": kind, "user": user_ref or None, "version": file.version,
                                "original_version": version["number"], "author": version["author"],
-                               "created_at": version["created_at"]})
+                               "created_at": version["created_at"],
+                               **({"pii": [f["rule"] for f in screened.pii]} if screened.pii else {})})
     return provenance
 

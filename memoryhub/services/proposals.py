@@ -17,8 +17,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memoryhub import errors, merge, policy, risk, scanner
-from memoryhub.actors import Actor, is_system
+from memoryhub import errors, merge, policy, risk
+from memoryhub.actors import Actor, is_system, username_of
 from memoryhub.models import (
     AGENT_SCOPED,
     Agent,
@@ -31,10 +31,11 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.policy import refuse
-from memoryhub.scanning.pii import CATEGORY_LABELS, SPECIAL_CATEGORY
-from memoryhub.services._write import Screened, screen
+from memoryhub.scanning.pii import CATEGORY_LABELS
+from memoryhub.services._write import apply_version, create_proposal, lock_file, screen
 from memoryhub.services.access import (
     REVIEW_ROLES,
+    _int_id,
     require_admin,
     require_reviewer,
     require_role,
@@ -47,92 +48,13 @@ from memoryhub.services.limits import (
     validate_target,
     validate_text,
 )
-from memoryhub.services.memory import apply_version, get_file, lock_file, make_diff, version_row
+from memoryhub.services.memory import get_file, version_row
 
 COMMENT_MAX = 2000
 REASON_MAX = 1000
 # A batch is read as a list before it is sent: beyond this nobody has.
 BULK_MAX = 50
 BULK_ACTIONS = ("approve", "reject")
-
-def create_proposal(
-    *,
-    agent: Agent,
-    user_ref: str,
-    screened: Screened,
-    base_content: str,
-    base_version: int,
-    source: str,
-    reason: str,
-    rationale: list[dict[str, object]],
-    author_user: Actor | None = None,
-    author_agent: Agent | None = None,
-    revises: Proposal | None = None,
-    rollback_to: int | None = None,
-) -> Proposal:
-    """Insert a pending proposal of content that passed the write checks
-    (services._write.screen), under the file lock the caller holds."""
-    kind, content = screened.kind, screened.content
-    pii = with_special_categories(screened.pii, content)
-    tags = risk.tags_for(kind=kind, old=base_content, new=content, pii=pii)
-    proposal = Proposal.objects.create(
-        agent=agent,
-        user_ref=user_ref,
-        kind=kind,
-        base_version=base_version,
-        base_content=base_content,
-        proposed_content=content,
-        diff=make_diff(kind=kind, old=base_content, new=content, old_label=f"v{base_version}", new_label="proposed"),
-        rationale=rationale,
-        reason=reason,
-        source=source,
-        author_user=user_or_none(author_user),
-        author_username=_username(author_user),
-        author_agent=author_agent,
-        revises=revises,
-        rollback_to=rollback_to,
-        pii=pii,
-        risk_tags=tags,
-        risk_level=risk.level_for(tags),
-    )
-    if source == Source.CONSOLIDATION:
-        # One live consolidation proposal per file: the newer run has seen
-        # more evidence, so the older one is kept but marked superseded.
-        Proposal.objects.pending().for_file(agent, kind, user_ref).filter(source=Source.CONSOLIDATION).exclude(
-            pk=proposal.pk
-        ).update(status=ProposalStatus.SUPERSEDED, superseded_by=proposal)
-    record_event(
-        action="proposal.create",
-        agent=agent,
-        actor_user=author_user,
-        actor_agent=author_agent,
-        user_ref=user_ref,
-        target=proposal,
-        summary=f"{source} proposed a change to {kind} (from v{base_version})",
-        details={"kind": kind, "base_version": base_version, "source": source, "reason": reason,
-                 "risk": RiskLevel(proposal.risk_level).label, "risk_tags": tags,
-                 **({"pii": [f["rule"] for f in pii]} if pii else {})},
-    )
-    return proposal
-
-
-def with_special_categories(pii: list[dict[str, Any]], content: str) -> list[dict[str, Any]]:
-    """The workspace policy's PII findings, plus every special category of
-    personal data the proposed text carries (health, official ids, cards
-    and bank accounts, relatives' contact data, protected traits; the
-    scanner's `scan_personal`), whatever the policy: each marked `special`
-    with its category, so approval asks for an acknowledgement. Never the
-    value itself: the details describe, they do not quote."""
-    special = [{"rule": f.rule, "detail": f.detail, "special": True,
-                "category": SPECIAL_CATEGORY.get(f.rule, f.rule)}
-               for f in (scanner.scan_personal(content) if content else [])]
-    known = {(item["rule"], item["detail"]) for item in special}
-    rest = [dict(item) for item in pii if (item.get("rule"), item.get("detail")) not in known]
-    for item in rest:
-        if (category := SPECIAL_CATEGORY.get(str(item.get("rule")))) is not None:
-            item.update(special=True, category=category)
-    return special + rest
-
 
 def special_categories(proposal: Proposal) -> list[str]:
     """The special categories of personal data a proposal carries, in order."""
@@ -150,12 +72,6 @@ def _check_personal_data(proposal: Proposal, acknowledged: bool) -> list[str]:
             categories=categories,
         )
     return categories
-
-
-def _username(user: Actor | None) -> str:
-    """The name to keep on the row: a later rename must not rewrite it."""
-    user = user_or_none(user)
-    return user.get_username() if user is not None else ""
 
 
 def propose_change(
@@ -208,7 +124,7 @@ def propose_change(
         )
 
 
-def propose_persona_edit(*, agent: Agent, kind: str, content: object, reason: Any, actor_user: Actor) -> Proposal:
+def propose_persona_edit(*, agent: Agent, kind: str, content: object, reason: str, actor_user: Actor) -> Proposal:
     """Persona files (SOUL/ABOUT/TOOLS) are admin territory; the edit is a
     proposal that another reviewer approves (four-eyes lives in approve)."""
     require_admin(user=actor_user, workspace=agent.workspace_id, action="edit the persona")
@@ -272,25 +188,24 @@ def propose_rollback(
 # --- decisions ----------------------------------------------------------------------------
 
 
-def _lock_proposal(proposal_id: Any) -> Proposal:
+def _lock_proposal(proposal_id: object) -> Proposal:
     try:
         proposal = (
-            Proposal.objects.select_for_update(of=("self",)).select_related("agent__workspace").get(pk=proposal_id)
+            Proposal.objects.select_for_update(of=("self",)).select_related("agent__workspace")
+            .get(pk=_int_id(proposal_id, "proposal"))
         )
-    except (Proposal.DoesNotExist, ValueError, TypeError) as exc:
+    except Proposal.DoesNotExist as exc:
         raise errors.NotFound("There is no such proposal.") from exc
     return proposal
 
 
-def _lock_file_then_proposal(proposal_id: Any) -> Proposal:
+def _lock_file_then_proposal(proposal_id: object) -> Proposal:
     """Lock the proposal's file row, then the proposal: the order every write
     takes (a write locks the file, then marks that file's pending proposals
     stale). Locking the proposal first and the file second, while a write
     held the file and waited for the proposal, deadlocked."""
-    try:
-        target = Proposal.objects.filter(pk=proposal_id).values("agent_id", "kind", "user_ref").first()
-    except (ValueError, TypeError) as exc:
-        raise errors.NotFound("There is no such proposal.") from exc
+    target = Proposal.objects.filter(pk=_int_id(proposal_id, "proposal")).values("agent_id", "kind",
+                                                                              "user_ref").first()
     if target is None:
         raise errors.NotFound("There is no such proposal.")
     # What a proposal is about never changes (memoryhub.immutability), so the
@@ -408,11 +323,11 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
     # After the policy: content the workspace refuses is refused, whatever
     # the reviewer acknowledges.
     acknowledged = _check_personal_data(proposal, acknowledge)
-    batch_details: dict[str, Any] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
+    batch_details: dict[str, object] = {"reason_code": reason_code, **({"batch": batch} if batch else {}),
                                      **({"personal_data_acknowledged": acknowledged} if acknowledged else {})}
     if _high_risk_rule(proposal=proposal, reviewer=reviewer) == "first":
         proposal.first_approved_by = user_or_none(reviewer)
-        proposal.first_approved_by_username = _username(reviewer)
+        proposal.first_approved_by_username = username_of(reviewer)
         proposal.first_approved_at = timezone.now()
         proposal.save(update_fields=["first_approved_by", "first_approved_by_username", "first_approved_at"])
         record_event(
@@ -454,7 +369,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
     )
     proposal.status = ProposalStatus.APPROVED
     proposal.decided_by = user_or_none(reviewer)
-    proposal.decided_by_username = _username(reviewer)
+    proposal.decided_by_username = username_of(reviewer)
     proposal.decided_at = timezone.now()
     proposal.decision_comment = comment
     proposal.reason_code = reason_code
@@ -463,7 +378,7 @@ def _apply_proposal(*, proposal: Proposal, reviewer: Actor, comment: str, reason
                                  "reason_code", "applied_version"])
     # apply_version turned every other pending proposal for this file stale.
     proposal.stale_siblings = tuple(siblings)
-    details: dict[str, Any] = {"version": file.version, "comment": comment, "source": proposal.source,
+    details: dict[str, object] = {"version": file.version, "comment": comment, "source": proposal.source,
                                **batch_details}
     if siblings:
         details["stale_siblings"] = siblings
@@ -499,7 +414,7 @@ def reject_proposal(*, proposal_id: object, reviewer: Actor, comment: object, re
         _check_batchable(proposal, batch)
         proposal.status = ProposalStatus.REJECTED
         proposal.decided_by = user_or_none(reviewer)
-        proposal.decided_by_username = _username(reviewer)
+        proposal.decided_by_username = username_of(reviewer)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
         proposal.reason_code = code
@@ -533,7 +448,7 @@ class BulkItem:
     def as_dict(self) -> dict[str, object]:
         if self.error is not None:
             return {"id": self.id, "error": {"code": self.error.code, "message": self.error.detail}}
-        answer: dict[str, Any] = {"id": self.id, "status": self.status}
+        answer: dict[str, object] = {"id": self.id, "status": self.status}
         if self.first_approval:
             answer["approvals"] = 1
         if self.stale_siblings:
@@ -577,7 +492,7 @@ def _bulk_ids(ids: object) -> list[int]:
     return cleaned
 
 
-def decide_bulk(*, ids: object, action: Any, reason_code: object, actor: Actor, comment: object = "") -> BulkResult:
+def decide_bulk(*, ids: object, action: object, reason_code: object, actor: Actor, comment: object = "") -> BulkResult:
     """Approve or reject up to BULK_MAX proposals with one reason code. Each
     goes through approve_proposal / reject_proposal, so every rule of the
     single decision holds per item (own, stale, conflicted, role, high
@@ -585,7 +500,7 @@ def decide_bulk(*, ids: object, action: Any, reason_code: object, actor: Actor, 
     or personal-data findings) are refused too. A refused item is listed
     with its error and the rest are decided. Every item gets one audit
     event carrying the batch id: its decision, or `proposal.bulk_refused`."""
-    if action not in BULK_ACTIONS:
+    if not isinstance(action, str) or action not in BULK_ACTIONS:
         raise errors.Invalid("action must be approve or reject.", field="action")
     wanted = _bulk_ids(ids)
     if not isinstance(reason_code, str) or not reason_code.strip():
@@ -647,7 +562,7 @@ def claim_proposal(*, proposal_id: object, actor: Actor) -> Proposal:
         if proposal.claimed_by_id is not None:
             return proposal  # the actor's own claim already
         proposal.claimed_by = user_or_none(actor)
-        proposal.claimed_by_username = _username(actor)
+        proposal.claimed_by_username = username_of(actor)
         proposal.claimed_at = timezone.now()
         proposal.save(update_fields=["claimed_by", "claimed_by_username", "claimed_at"])
         record_event(action="proposal.claim", agent=proposal.agent, actor_user=actor, user_ref=proposal.user_ref,
@@ -680,7 +595,7 @@ def withdraw_proposal(*, proposal_id: object, actor: Actor, comment: object = ""
         refuse(policy.withdraw_proposal(actor=actor, proposal=proposal))
         proposal.status = ProposalStatus.WITHDRAWN
         proposal.decided_by = user_or_none(actor)
-        proposal.decided_by_username = _username(actor)
+        proposal.decided_by_username = username_of(actor)
         proposal.decided_at = timezone.now()
         proposal.decision_comment = comment
         proposal.save(update_fields=["status", "decided_by", "decided_by_username", "decided_at", "decision_comment"])

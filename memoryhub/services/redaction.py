@@ -42,6 +42,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub import immutability
+from memoryhub.search import embedding
 
 # Rows per UPDATE: well under SQLite's bound-parameter limit.
 BATCH = 500
@@ -154,8 +155,6 @@ def redact(*, what: str, ids: Iterable[int], by: str, pseudonym: str | None = No
     count = 0
     if what in ("log", "served"):
         # The semantic index goes with the text (vectors are not history).
-        from memoryhub.search import embedding
-
         embedding.forget_redacted(what, ids)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memoryhub.models import OPEN_STATUSES, AuditEvent, LogEntry, Proposal, Workspace
@@ -55,7 +55,7 @@ def cited_by_open_proposals(workspace: Workspace) -> set[int]:
     return cited
 
 
-def due(workspace: Workspace, now: datetime | None = None) -> Any:
+def due(workspace: Workspace, now: datetime | None = None) -> QuerySet[LogEntry]:
     """Log entries of the workspace that retention would redact now."""
     moment = cutoff(workspace, now)
     if moment is None:

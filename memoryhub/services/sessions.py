@@ -8,13 +8,13 @@ never serves content that was taken out of service after it started.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from memoryhub import context, errors, scanner
 from memoryhub.models import Agent, AgentSession, LogEntry, LogRole
+from memoryhub.services.access import _int_id
 from memoryhub.services.audit import record_event
 from memoryhub.services.limits import validate_content, validate_user_ref
 
@@ -47,16 +47,10 @@ def start_session(*, agent: Agent, user_ref: object, external_id: object = "") -
     )
 
 
-def get_session(*, agent: Agent, session_id: Any, user_ref: str | None = None) -> AgentSession:
+def get_session(*, agent: Agent, session_id: object, user_ref: str | None = None) -> AgentSession:
     """One of this agent's sessions (and this user's, when given); another
     agent's session is indistinguishable from a missing one."""
-    try:
-        session_id = int(session_id)
-    except (TypeError, ValueError) as exc:
-        raise errors.NotFound("There is no such session.") from exc
-    if not 1 <= session_id <= 2**63 - 1:
-        raise errors.NotFound("There is no such session.")
-    sessions = AgentSession.objects.filter(pk=session_id, agent=agent)
+    sessions = AgentSession.objects.filter(pk=_int_id(session_id, "session"), agent=agent)
     if user_ref is not None:
         sessions = sessions.filter(user_ref=validate_user_ref(user_ref))
     session = sessions.first()

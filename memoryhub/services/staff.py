@@ -4,12 +4,10 @@ token."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 
 from memoryhub import errors
 from memoryhub.actors import Actor, StaffUser
@@ -17,7 +15,7 @@ from memoryhub.models import Membership, Role, Workspace
 from memoryhub.services.audit import record_event
 
 
-def _check_choice(value: str, *, choices: type[Any], field: str) -> str:
+def _check_choice(value: str, *, choices: type[models.TextChoices], field: str) -> str:
     if value not in choices.values:
         raise errors.Invalid(f"{field} must be one of {', '.join(choices.values)}; got {value!r}.", field=field)
     return value
@@ -25,7 +23,7 @@ def _check_choice(value: str, *, choices: type[Any], field: str) -> str:
 
 def ensure_staff_user(
     *, username: str, email: str = "", password: str | None = None, check_password: bool = True
-) -> tuple[Any, bool]:
+) -> tuple[StaffUser, bool]:
     """The user with this username, created if missing. A new user without a
     password gets an unusable one (token or admin-set password only). The
     password of an existing user is never touched here: see set_password."""

@@ -280,7 +280,7 @@ def log_entry_row(e: LogEntry) -> dict[str, object]:
     }
 
 
-def change_row(c: Change) -> dict[str, Any]:
+def change_row(c: Change) -> dict[str, object]:
     return {
         "id": c.pk,
         "kind": c.kind,
@@ -308,7 +308,7 @@ def run_row(r: Any) -> dict[str, object]:
     }
 
 
-def event_row(e: AuditEvent) -> dict[str, Any]:
+def event_row(e: AuditEvent) -> dict[str, object]:
     return {
         "id": e.pk,
         "created_at": e.created_at,

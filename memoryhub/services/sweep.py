@@ -208,7 +208,7 @@ def update_columns(sweep: Sweep, scope: Scope, rows: QuerySet[Any]) -> int:
         return int(sweep.model_class.objects.filter(pk__in=list(rows.values_list("pk", flat=True))).delete()[0])
     count = 0
     for row in rows.iterator(chunk_size=200):
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for column, treatment in sweep.columns.items():
             old = getattr(row, column)
             if treatment == TOMBSTONE:

@@ -52,7 +52,7 @@ def validate_tools(tools: object) -> list[dict[str, Any]]:
         raise errors.Invalid("tools must be a list of {name, description, parameters}.", field="tools")
     if len(tools) > MAX_TOOLS:
         raise errors.LimitExceeded(f"An agent may register at most {MAX_TOOLS} tools.", limit=MAX_TOOLS)
-    cleaned: list[dict[str, Any]] = []
+    cleaned: list[dict[str, object]] = []
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
@@ -175,7 +175,7 @@ def register_tool(
             )
             action = "tool.add"
         else:
-            updates: dict[str, Any] = {"description": description, "parameters": parameters}
+            updates: dict[str, object] = {"description": description, "parameters": parameters}
             if position is not None:
                 updates["position"] = position
             changed = [field for field, value in updates.items() if getattr(tool, field) != value]

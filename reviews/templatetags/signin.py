@@ -13,7 +13,7 @@ register = template.Library()
 
 
 @register.inclusion_tag("registration/_oidc_button.html", takes_context=True)
-def oidc_button(context: dict[str, Any]) -> dict[str, Any]:
+def oidc_button(context: dict[str, Any]) -> dict[str, object]:
     request = context.get("request")
     failed = bool(request is not None and request.GET.get("sso") == "failed")
     return {"enabled": oidc.enabled(), "failed": failed, "next": context.get("next", "")}

@@ -12,21 +12,9 @@ from memoryhub_client import AsyncMemoryHub, MemoryHub
 from memoryhub_client.claude import AsyncMemoryHubMemoryTool, MemoryHubMemoryTool
 
 from memoryhub import services
-from memoryhub.models import WritePolicy
-from tests.factories import AgentFactory
 from tests.live import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory(write_policy=WritePolicy.DIRECT)
-
-
-@pytest.fixture
-def key(agent) -> str:
-    return services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
 
 
 def memory(agent) -> str:

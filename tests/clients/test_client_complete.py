@@ -11,16 +11,11 @@ from memoryhub_client import AsyncMemoryHub, FourEyes, MemoryHub, NotFound, Perm
 from memoryhub_client.staff import AsyncMemoryHubStaff, MemoryHubStaff
 
 from memoryhub import services
-from memoryhub.models import Change, ChangeStatus, Proposal, ProposalStatus, Role, Source, WritePolicy
-from tests.factories import AgentFactory, staff
+from memoryhub.models import Change, ChangeStatus, Proposal, ProposalStatus, Role, Source
+from tests.factories import staff
 from tests.live import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory(write_policy=WritePolicy.DIRECT)
 
 
 @pytest.fixture

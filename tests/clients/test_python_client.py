@@ -25,15 +25,10 @@ from memoryhub import services
 from memoryhub.models import AgentSession, Proposal, WritePolicy
 from memoryhub.models import LogEntry as LogRow
 from memoryhub.rest import AgentKeyThrottle
-from tests.factories import AgentFactory, staff
+from tests.factories import staff
 from tests.live import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from memoryhub_client import AsyncMemoryHub, MemoryHub, NoOpenSession, Note, PendingChange, PendingReview
 
-from memoryhub import services
 from memoryhub.models import AgentSession, WritePolicy
 from memoryhub.models import LogEntry as LogRow
 from tests.factories import AgentFactory
@@ -21,11 +20,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def agent():
     return AgentFactory(write_policy=WritePolicy.REVIEW)
-
-
-@pytest.fixture
-def key(agent) -> str:
-    return services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
 
 
 def test_it_fetches_strict_schemas(live_server: Any, key):

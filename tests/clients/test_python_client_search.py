@@ -10,22 +10,10 @@ from typing import Any
 import pytest
 from memoryhub_client import AsyncMemoryHub, LogEntry, MemoryHub, SearchHit
 
-from memoryhub import services
 from memoryhub.models import LogEntry as LogRow
-from tests.factories import AgentFactory
 from tests.live import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
-def key(agent) -> str:
-    return services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
 
 
 def _written(hub: MemoryHub) -> tuple[int, int]:

@@ -35,18 +35,8 @@ def agent():
 
 
 @pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
 def second_reviewer(agent):
     return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
 
 
 @pytest.fixture

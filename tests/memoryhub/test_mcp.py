@@ -36,16 +36,6 @@ def server() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
-def key(agent) -> str:
-    return services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
-
-
 Call = tuple[str, dict[str, Any]]
 
 

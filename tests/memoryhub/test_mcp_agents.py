@@ -11,7 +11,6 @@ import pytest
 
 from memoryhub import context, services, tool_schemas
 from memoryhub.models import LogEntry, Proposal, WritePolicy
-from tests.factories import AgentFactory
 from tests.live import asgi_server
 from tests.memoryhub.test_mcp import over_http, text_of
 
@@ -22,16 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def server() -> Iterator[str]:
     with asgi_server() as url:
         yield url
-
-
-@pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
-def key(agent) -> str:
-    return services.issue_agent_key(agent=agent, actor=services.SYSTEM)[1]
 
 
 def test_memory_note_is_listed_with_its_published_schema(server, key):

@@ -19,11 +19,6 @@ URL = "/api/v1/memory/notes"
 
 
 @pytest.fixture
-def agent():
-    return AgentFactory()
-
-
-@pytest.fixture
 def client(agent):
     return agent_client(agent)
 

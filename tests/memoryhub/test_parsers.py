@@ -9,9 +9,8 @@ import json
 import pytest
 
 from memoryhub import errors, services
-from memoryhub.models import AuditEvent, MemoryFile, Proposal, Role, Source, ToolSetting
+from memoryhub.models import AuditEvent, MemoryFile, Proposal, Source, ToolSetting
 from tests.api_helpers import agent_client, error_code, staff_client
-from tests.factories import staff
 
 pytestmark = pytest.mark.django_db
 
@@ -31,11 +30,6 @@ def client(agent):
 def proposal(agent):
     services.write_memory(agent=agent, kind="SOUL.md", content="v1")
     return services.propose_change(agent=agent, kind="SOUL.md", content="v2", source=Source.CONSOLIDATION)
-
-
-@pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
 
 
 def put_raw(client, body: str):

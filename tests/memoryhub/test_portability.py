@@ -157,6 +157,37 @@ def test_one_version_the_scanner_refuses_refuses_the_whole_import(agent):
     _nothing_left("scanned", workspace="fresh")
 
 
+IBAN = "DE89 3704 0044 0532 0130 00"
+
+
+def _with_an_iban(document):
+    user = next(f for f in document["files"] if f["user"] == "bob")
+    user["versions"][0]["content"] = f"- bob pays from {IBAN}"
+    return document
+
+
+def test_a_workspace_that_refuses_personal_data_refuses_an_import_carrying_it(agent):
+    # The import passes the same pipeline as every write (services._write.screen):
+    # the target workspace's personal-data policy decides, not the source's.
+    WorkspaceFactory(slug="strict", pii_policy="refuse")
+    document = _with_an_iban(_export("helpdesk", "--with-users=history"))
+
+    with pytest.raises(CommandError, match=r"USER\.md of bob version 1: Refused: this workspace does not keep "
+                                           r"personal data in memory \(iban\)"):
+        _import(document, "--workspace", "strict", "--slug", "strict-helpdesk")
+    _nothing_left("strict-helpdesk")
+
+
+def test_personal_data_an_import_keeps_is_flagged_in_its_audit_event(agent):
+    WorkspaceFactory(slug="flags", pii_policy="flag")
+    _import(_with_an_iban(_export("helpdesk", "--with-users=history")), "--workspace", "flags", "--slug", "flagged")
+
+    versions = AuditEvent.objects.get(action="agent.import", agent__slug="flagged").details["versions"]
+    flagged = [(v["file"], v["user"], v["original_version"], v["pii"]) for v in versions if "pii" in v]
+    assert flagged == [("USER.md", "bob", 1, ["iban"])]
+    assert IBAN not in str(versions)
+
+
 def test_content_over_the_limits_refuses_the_whole_import(agent):
     document = _export("helpdesk")
     document["agent"]["settings"]["limit_soul"] = 10

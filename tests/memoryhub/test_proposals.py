@@ -16,11 +16,6 @@ BASE = "# Memory\n- likes tea\n- lives in Oslo\n- works at Acme\n"
 
 
 @pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
 def second_reviewer(agent):
     return staff(agent.workspace, Role.REVIEWER)
 

@@ -21,11 +21,6 @@ FAKE_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4" * 5
 
 
-@pytest.fixture
-def agent():
-    return AgentFactory()
-
-
 def log(agent, user_ref, *contents):
     session = services.start_session(agent=agent, user_ref=user_ref)
     services.append_log(session=session, entries=[{"role": "note", "content": c} for c in contents])

@@ -9,16 +9,6 @@ from tests.factories import AgentFactory, staff
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
-
-
 def history_of(agent, kind, user_ref=""):
     file = MemoryFile.objects.get(agent=agent, kind=kind, user_ref=user_ref)
     return list(MemoryFile.history.filter(id=file.pk).order_by("version"))

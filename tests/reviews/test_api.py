@@ -14,16 +14,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
-
-
-@pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
 def second_reviewer(agent):
     return staff(agent.workspace, Role.REVIEWER)
 

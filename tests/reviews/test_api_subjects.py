@@ -18,11 +18,6 @@ from tests.factories import AgentFactory, WorkspaceFactory, staff
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
-
-
 def _export(client, user_ref, **query):
     url = f"/api/v1/subjects/{quote(user_ref, safe='')}/export"
     return client.get(url, query)

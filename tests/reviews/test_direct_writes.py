@@ -34,11 +34,6 @@ def agent():
     return AgentFactory(slug="fast")  # under direct (tests.factories)
 
 
-@pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
 def write_two_versions(agent):
     services.write_memory(agent=agent, kind="MEMORY.md", user_ref="u1", content="- likes tea\n- lives in Oslo\n",
                           reason="first facts")

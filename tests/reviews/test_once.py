@@ -48,11 +48,6 @@ urlpatterns = [
 pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
 
 
-@pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
-
-
 def signed_in(user) -> Client:
     client = Client()
     client.force_login(user)

@@ -34,16 +34,6 @@ def status_of(proposal: Proposal) -> str:
 
 
 @pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
-
-
-@pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
 def second(agent):
     return staff(agent.workspace, Role.REVIEWER)
 

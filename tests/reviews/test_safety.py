@@ -10,15 +10,9 @@ import pytest
 from django.test import Client
 
 from memoryhub import services
-from memoryhub.models import Role, Source
-from tests.factories import staff
+from memoryhub.models import Source
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
 
 
 def signed_in(user) -> Client:

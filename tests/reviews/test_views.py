@@ -25,16 +25,6 @@ def client_for(user) -> Client:
 
 
 @pytest.fixture
-def reviewer(agent):
-    return staff(agent.workspace, Role.REVIEWER)
-
-
-@pytest.fixture
-def admin(agent):
-    return staff(agent.workspace, Role.ADMIN)
-
-
-@pytest.fixture
 def auditor(agent):
     return staff(agent.workspace, Role.AUDITOR)
 

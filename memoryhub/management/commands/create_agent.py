@@ -10,7 +10,7 @@ admin approves; without `--as` a loosening is refused."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
@@ -21,6 +21,22 @@ from memoryhub.management.base import acting_as, add_as_argument, refusal
 from memoryhub.models import Agent, Backend, Strategy, Workspace, WritePolicy
 
 DEFAULT_WORKSPACE = "default"
+
+
+class Options(TypedDict):
+    """What argparse (or call_command) hands `handle`: None for an option
+    not given."""
+
+    slug: str
+    workspace: str | None
+    name: str | None
+    description: str | None
+    strategy: str | None
+    write_policy: str | None
+    backend: str | None
+    update: bool
+    as_user: str | None
+    reason: str
 
 
 class Command(BaseCommand):
@@ -52,8 +68,9 @@ class Command(BaseCommand):
         add_as_argument(parser)
         parser.add_argument("--reason", default="", help="Why the settings change (kept with a pending change).")
 
-    def handle(self, *args: object, **options: Any) -> None:
-        slug: str = options["slug"]
+    def handle(self, *args: object, **given: object) -> None:
+        options = cast(Options, given)
+        slug = options["slug"]
         actor = acting_as(options["as_user"])
         try:
             with transaction.atomic():
@@ -86,7 +103,7 @@ class Command(BaseCommand):
             raise errors.NotFound(f"There is no workspace {slug!r}; only the operator (without --as) creates one.")
         return found
 
-    def _create(self, slug: str, options: dict[str, Any], actor: Actor) -> None:
+    def _create(self, slug: str, options: Options, actor: Actor) -> None:
         workspace = self._workspace(options["workspace"] or DEFAULT_WORKSPACE, actor)
         agent = services.create_agent(
             workspace=workspace,
@@ -107,7 +124,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"Issue its API key with: python manage.py issue_agent_key {agent.slug}")
 
-    def _update(self, agent: Agent, options: dict[str, object], actor: Actor) -> None:
+    def _update(self, agent: Agent, options: Options, actor: Actor) -> None:
         if not options["update"]:
             raise CommandError(
                 f"An agent with the slug {agent.slug!r} already exists (workspace {agent.workspace.slug}). "

@@ -3,13 +3,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from memoryhub import errors, services
 from memoryhub.models import Role
+
+
+class Options(TypedDict):
+    """What argparse (or call_command) hands `handle`."""
+
+    username: str
+    workspace: str
+    role: str
+    password: str | None
+    email: str
 
 
 class Command(BaseCommand):
@@ -30,11 +40,11 @@ class Command(BaseCommand):
             # All or nothing: a refused password must not leave a new
             # workspace or user behind.
             with transaction.atomic():
-                self._handle(options)
+                self._handle(cast(Options, options))
         except errors.DomainError as exc:
             raise CommandError(exc.detail) from exc
 
-    def _handle(self, options: dict[str, Any]) -> None:
+    def _handle(self, options: Options) -> None:
         password: str | None = options["password"]
         workspace, ws_created = services.ensure_workspace(slug=options["workspace"])
         if ws_created:

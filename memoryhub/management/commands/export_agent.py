@@ -7,13 +7,20 @@ written as it is read."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub import errors, services
 from memoryhub.models import Agent
 from memoryhub.services import portability
+
+
+class Options(TypedDict):
+    """What argparse (or call_command) hands `handle`."""
+
+    slug: str
+    with_users: str
 
 
 class Command(BaseCommand):
@@ -31,7 +38,8 @@ class Command(BaseCommand):
             "version (--with-users=history).",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: object, **given: object) -> None:
+        options = cast(Options, given)
         agent = Agent.objects.select_related("workspace").filter(slug=options["slug"]).first()
         if agent is None:
             raise CommandError(f"There is no agent {options['slug']!r}.")

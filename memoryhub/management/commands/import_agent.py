@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import IO, TypedDict, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub import errors, services
 from memoryhub.management.base import acting_as, add_as_argument, refusal
 from memoryhub.models import MemoryFile
+
+
+class Options(TypedDict, total=False):
+    """What argparse (or call_command) hands `handle`."""
+
+    workspace: str | None
+    slug: str | None
+    as_user: str | None
+    stdin: IO[str]
 
 
 class Command(BaseCommand):
@@ -34,16 +43,17 @@ class Command(BaseCommand):
         parser.add_argument("--slug", help="Slug of the new agent (default: the one in the document).")
         add_as_argument(parser)
 
-    def handle(self, *args: object, **options: Any) -> None:
+    def handle(self, *args: object, **given: object) -> None:
+        options = cast(Options, given)
         stream = options.get("stdin") or sys.stdin
         try:
             document = json.load(stream)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CommandError(f"Standard input is not a JSON document: {exc}") from exc
-        actor = acting_as(options["as_user"])
+        actor = acting_as(options.get("as_user"))
         try:
             agent = services.import_agent(document=document, actor=actor,
-                                          workspace=options["workspace"] or None, slug=options["slug"] or None)
+                                          workspace=options.get("workspace") or None, slug=options.get("slug") or None)
         except errors.DomainError as exc:
             raise refusal(exc, prefix="Nothing was imported: ") from exc
         versions = MemoryFile.history.filter(agent=agent).count()

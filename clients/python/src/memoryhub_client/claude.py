@@ -30,12 +30,6 @@ from typing import Any
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import (
     BetaCacheControlEphemeralParam,
-    BetaMemoryTool20250818CreateCommand,
-    BetaMemoryTool20250818DeleteCommand,
-    BetaMemoryTool20250818InsertCommand,
-    BetaMemoryTool20250818RenameCommand,
-    BetaMemoryTool20250818StrReplaceCommand,
-    BetaMemoryTool20250818ViewCommand,
 )
 from pydantic import BaseModel
 
@@ -56,12 +50,17 @@ class _Versions:
             return None
         return self.seen.get(str(getattr(command, "path", "")).rsplit("/", 1)[-1])
 
-    def note(self, answer: ClaudeMemoryResult) -> None:
+    def answered(self, answer: ClaudeMemoryResult) -> str:
+        """The text the model reads, noting the version its write left."""
         if answer.file is not None and answer.version is not None and not answer.pending:
             self.seen[answer.file] = answer.version
+        return answer.result
 
-    def forget(self, command: BaseModel) -> None:
-        self.seen.pop(str(getattr(command, "path", "")).rsplit("/", 1)[-1], None)
+    def refused(self, command: BaseModel, exc: MemoryHubError) -> ToolError:
+        """The error the model reads; after a 412 it must view the file again."""
+        if isinstance(exc, VersionConflict):
+            self.seen.pop(str(getattr(command, "path", "")).rsplit("/", 1)[-1], None)
+        return _tool_error(exc)
 
 
 def _payload(command: BaseModel) -> dict[str, Any]:
@@ -90,29 +89,11 @@ class MemoryHubMemoryTool(BetaAbstractMemoryTool):
             answer = self.hub.claude_memory(_payload(command), user=self.user,
                                             if_match=self._versions.if_match(command))
         except MemoryHubError as exc:
-            if isinstance(exc, VersionConflict):
-                self._versions.forget(command)
-            raise _tool_error(exc) from exc
-        self._versions.note(answer)
-        return answer.result
+            raise self._versions.refused(command, exc) from exc
+        return self._versions.answered(answer)
 
-    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return self._send(command)
-
-    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return self._send(command)
-
-    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return self._send(command)
-
-    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return self._send(command)
-
-    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return self._send(command)
-
-    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return self._send(command)
+    # Every command goes the same way: the server tells them apart.
+    view = create = str_replace = insert = delete = rename = _send
 
 
 class AsyncMemoryHubMemoryTool(BetaAsyncAbstractMemoryTool):
@@ -130,29 +111,10 @@ class AsyncMemoryHubMemoryTool(BetaAsyncAbstractMemoryTool):
             answer = await self.hub.claude_memory(_payload(command), user=self.user,
                                                   if_match=self._versions.if_match(command))
         except MemoryHubError as exc:
-            if isinstance(exc, VersionConflict):
-                self._versions.forget(command)
-            raise _tool_error(exc) from exc
-        self._versions.note(answer)
-        return answer.result
+            raise self._versions.refused(command, exc) from exc
+        return self._versions.answered(answer)
 
-    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return await self._send(command)
-
-    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return await self._send(command)
-
-    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return await self._send(command)
-
-    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return await self._send(command)
-
-    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return await self._send(command)
-
-    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return await self._send(command)
+    view = create = str_replace = insert = delete = rename = _send
 
 
 __all__ = ["AsyncMemoryHubMemoryTool", "MemoryHubMemoryTool"]
