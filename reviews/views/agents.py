@@ -41,24 +41,21 @@ def agents(request: HttpRequest) -> HttpResponse:
     error, error_status = "", 200
     template_name = "reviews/admin/agents.html"
     if request.method == "POST":
-        form = {k: request.POST.get(k, "") for k in ("slug", "name", "workspace", "strategy", "write_policy",
-                                                       "backend")}
+        posted = forms.CreateAgentForm(request.POST)
+        form = posted.shown()
         try:
-            workspace_id = int(form["workspace"])
-        except ValueError:
-            workspace_id = 0
-        try:
-            workspace = selectors.workspace(workspace_id)
+            forms.valid(posted)
+            workspace = selectors.workspace(posted.workspace_id)
             if workspace is None:
                 raise errors.PermissionDenied("Choose a workspace where you are an admin.")
             agent = services.create_agent(
                 actor=request.user,
                 workspace=workspace,
-                slug=form["slug"],
-                name=form["name"],
-                strategy=form["strategy"],
-                write_policy=form["write_policy"],
-                backend=form["backend"],
+                slug=posted.value("slug"),
+                name=posted.value("name"),
+                strategy=posted.value("strategy"),
+                write_policy=posted.value("write_policy"),
+                backend=posted.value("backend"),
             )
         except errors.PermissionDenied as exc:
             raise forbidden(exc) from exc

@@ -19,14 +19,13 @@ from django.views.decorators.http import require_GET
 
 from memoryhub import errors, selectors, services
 from memoryhub.models import AuditEvent
-from reviews import audit_export
+from reviews import audit_export, forms
+from reviews.forms import AUDIT_FILTERS, AUDIT_FORMATS
 from reviews.http import HtmxHttpRequest, page_or_fragment
 
 AUDIT_PAGE_SIZE = 50
-AUDIT_FILTERS = ("action", "agent", "actor", "user", "q", "date_from", "date_to")
 # Not filters, but understood: which page, which export.
 AUDIT_OTHER_PARAMS = ("page", "format")
-AUDIT_FORMATS = ("csv", "json")
 AUDIT_TEXT_MAX = 200
 
 
@@ -37,18 +36,19 @@ class AuditProblem:
     message: str
 
 
-def filtered_events(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[str, str], list[AuditProblem]]:
+def filtered_events(request: HttpRequest,
+                    form: forms.AuditFilterForm) -> tuple[QuerySet[AuditEvent], dict[str, str], list[AuditProblem]]:
     """The events the query string asks for, and what in it was not
     understood: an unknown parameter or a value that is not one is named,
     never silently taken for "everything" (the page shows it, the export
     refuses with it)."""
-    params = {k: request.GET.get(k, "").strip() for k in AUDIT_FILTERS}
+    params = form.filters()
     problems = [AuditProblem("unknown_parameter", name, f"{name!r} is not a filter here; it was ignored. The "
                              f"filters are {', '.join(AUDIT_FILTERS)}.")
                 for name in request.GET if name not in AUDIT_FILTERS + AUDIT_OTHER_PARAMS]
-    fmt = request.GET.get("format", "")
-    if fmt and fmt not in AUDIT_FORMATS:
-        problems.append(AuditProblem("invalid", "format", f"format must be csv or json; {fmt[:20]!r} was ignored."))
+    problems += [AuditProblem("invalid", name, message if name == "format" else
+                              f"{name}: {message} The filter was ignored.")
+                 for name, message in form.problems()]
     user = params["user"]
     if user:
         try:
@@ -92,8 +92,9 @@ def _date_param(params: dict[str, str], name: str, label: str, problems: list[Au
 def audit(request: HtmxHttpRequest) -> HttpResponseBase:
     if not services.workspace_ids_for(request.user):
         raise PermissionDenied("You have no role in any workspace.")
-    events, params, problems = filtered_events(request)
-    fmt = request.GET.get("format", "")
+    form = forms.AuditFilterForm(request.GET)
+    events, params, problems = filtered_events(request, form)
+    fmt = form.fmt
     if fmt in AUDIT_FORMATS:
         if problems:
             # A file of every event would pass for the filtered set: refuse.

@@ -29,6 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memoryhub import errors, policy, selectors, services
 from memoryhub.models import AuditEvent, Workspace
+from reviews import forms
 
 RECORD_ACTIONS = ("subject.export", "subject.refused", "subject.erase", "agent.export", "agent.import",
                   "retention.redact")
@@ -101,14 +102,15 @@ def index(request: HttpRequest) -> HttpResponse:
 def subject_export(request: HttpRequest) -> HttpResponseBase:
     """The export form's target: the JSON file, or the page with the error."""
     workspaces = _workspaces(request)
-    form = {"user": request.GET.get("user", ""), "workspace": request.GET.get("workspace", "")}
+    form = forms.SubjectExportForm(request.GET)
     try:
-        export = services.export_subject(actor=request.user, user_ref=form["user"],
-                                         workspace=form["workspace"] or None)
+        forms.valid(form)
+        export = services.export_subject(actor=request.user, user_ref=form.value("user"),
+                                         workspace=form.value("workspace") or None)
     except errors.PermissionDenied as exc:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:
-        return _page(request, workspaces, form=form, error=exc.detail, status=exc.status)
+        return _page(request, workspaces, form=form.shown(), error=exc.detail, status=exc.status)
     response = StreamingHttpResponse(export.chunks, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
     response["Cache-Control"] = "no-store"
@@ -122,14 +124,15 @@ def subject_erasure(request: HttpRequest) -> HttpResponseBase:
     (its pending list links to the Changes page, where a second admin
     decides). A wrong role is a 403; another workspace a 404 on the page."""
     workspaces = _workspaces(request)
-    form = {key: request.POST.get(key, "") for key in ("user", "workspace", "reason")}
+    form = forms.ErasureRequestForm(request.POST)
     try:
-        change = services.request_erasure(actor=request.user, user_ref=form["user"], reason=form["reason"],
-                                          workspace=form["workspace"] or None)
+        forms.valid(form)
+        change = services.request_erasure(actor=request.user, user_ref=form.value("user"),
+                                          reason=form.value("reason"), workspace=form.value("workspace") or None)
     except errors.PermissionDenied as exc:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:
-        return _page(request, workspaces, erasure_form=form, erasure_error=exc.detail, status=exc.status)
+        return _page(request, workspaces, erasure_form=form.shown(), erasure_error=exc.detail, status=exc.status)
     would = ", ".join(f"{count} {label}" for label, count in services.count_lines(change.payload.get("counts", {})))
     messages.success(request, f"Erasure requested as change #{change.pk}; it would erase {would}. Another admin of "
                               f"{change.workspace.slug} approves it on the Changes page (the counts are taken again "
@@ -143,14 +146,18 @@ def retention_setting(request: HttpRequest) -> HttpResponseBase:
     """Set a workspace's log retention: applied at once when it keeps logs
     longer, a pending change for a second admin when it shortens it."""
     workspaces = _workspaces(request)
-    slug = request.POST.get("workspace", "")
-    workspace = next((ws for ws in workspaces if ws.slug == slug), None)
+    form = forms.RetentionForm(request.POST)
+    try:
+        forms.valid(form)
+    except errors.Invalid as exc:
+        return _page(request, workspaces, retention_error=exc.detail, status=exc.status)
+    workspace = next((ws for ws in workspaces if ws.slug == form.value("workspace")), None)
     if workspace is None:
         return _page(request, workspaces, retention_error="There is no such workspace among yours.", status=404)
     try:
         update = services.update_workspace(workspace=workspace, actor=request.user,
-                                           settings={"log_retention_days": request.POST.get("days", "")},
-                                           reason=request.POST.get("reason", ""))
+                                           settings={"log_retention_days": form.value("days")},
+                                           reason=form.value("reason"))
     except errors.PermissionDenied as exc:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:

@@ -26,7 +26,7 @@ from reviews.views.common import can_review, diff_links, file_url, int_or_none, 
 
 def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Any, str, list[Any]]:
     agent = or_404(services.get_agent_for_user, request.user, slug)
-    user_ref = request.GET.get("user", "")
+    user_ref = action_forms.FileQueryForm(request.GET).value("user")
     try:
         rows = services.file_versions(agent=agent, kind=kind, user_ref=user_ref or None)
     except (errors.NotFound, errors.Invalid) as exc:
@@ -67,7 +67,8 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
     agent, user_ref, rows = _versions(request, slug, file)
     template_name = "reviews/file_history.html"
     if request.method != "POST":
-        context = _history_context(request, agent, file, user_ref, rows, int_or_none(request.GET.get("rollback")))
+        confirm = action_forms.FileQueryForm(request.GET).number("rollback")
+        context = _history_context(request, agent, file, user_ref, rows, confirm)
         return page_or_fragment(request, template_name, context, fragments=("timeline", "version-diff"))
     form = action_forms.FileActionForm(request.POST)
     action = str(form["action"].value() or "")
@@ -96,14 +97,15 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
                      confirm: int | None) -> dict[str, Any]:
     by_version = {row.version: row for row in rows}
     latest = rows[-1].version if rows else 0
-    asked_a, asked_b = int_or_none(request.GET.get("a")), int_or_none(request.GET.get("b"))
+    query = action_forms.FileQueryForm(request.GET)
+    asked_a, asked_b = query.number("a"), query.number("b")
     b = asked_b if asked_b is not None and asked_b in by_version else latest
     a = asked_a if asked_a is not None and asked_a in by_version else (b - 1 if b - 1 in by_version else b)
     old = by_version[a].content if a in by_version else ""
     new = by_version[b].content if b in by_version else ""
     state = selectors.file_state(agent, kind, user_ref)
     history_url = file_url("file-history", agent.slug, kind, user_ref)
-    whole = request.GET.get("context") == "all"
+    whole = query.whole
     return {
         "agent": agent,
         "kind": kind,

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from memoryhub import context, errors, selectors, services
 from memoryhub.models import Strategy
+from reviews import forms
 from reviews.http import HtmxHttpRequest, page_or_fragment
 from reviews.views.common import agent_or_404
 
@@ -20,8 +21,9 @@ from reviews.views.common import agent_or_404
 @require_GET
 def context_preview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     agent = agent_or_404(request, slug)
-    user_ref = request.GET.get("user", "").strip()
-    strategy = request.GET.get("strategy", "") or agent.strategy
+    form = forms.PreviewForm(request.GET)
+    user_ref = form.value("user")
+    strategy = form.value("strategy") or agent.strategy
     error = ""
     payload: dict[str, Any] | None = None
     try:

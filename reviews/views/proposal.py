@@ -47,7 +47,8 @@ def _rationale(proposal: Proposal) -> list[dict[str, Any]]:
 
 
 def _diff_options(request: HtmxHttpRequest) -> dict[str, bool]:
-    return {"unified_view": request.GET.get("view") == "unified", "whole": request.GET.get("context") == "all"}
+    query = action_forms.DiffQueryForm(request.GET)
+    return {"unified_view": query.unified_view, "whole": query.whole}
 
 
 def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:

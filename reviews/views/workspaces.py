@@ -18,7 +18,7 @@ from memoryhub import errors, selectors, services
 from memoryhub.models import HighRiskApproval, Workspace, WritePolicy
 from memoryhub.services.agents import MAX_RETENTION_DAYS, MAX_SLA_HOURS
 from memoryhub.services.limits import PII_POLICIES
-from reviews import once
+from reviews import forms, once
 from reviews.views.common import forbidden, is_admin
 
 # What each setting does, in one line; whether loosening it takes a second
@@ -103,23 +103,23 @@ def workspace_settings(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "GET":
         return TemplateResponse(request, template, _workspace_settings_context(request, workspace))
 
-    typed = {field: request.POST[field] for field in services.WORKSPACE_SETTINGS if field in request.POST}
-    reason = request.POST.get("reason", "").strip()
-    changed = {field: value for field, value in typed.items()
-               if not _same_text(field, value, _setting_text(field, getattr(workspace, field)))}
+    form = forms.WorkspaceSettingsForm(request.POST)
     try:
-        # The service's own role check, before the form token is spent.
+        # The service's own role check, before the form is read and its token spent.
         services.require_admin(user=request.user, workspace=workspace.pk, action="change workspace settings")
-        if not reason:
+        forms.valid(form)
+        if not form.reason_value:
             raise errors.Invalid("Say why you change the workspace settings.", field="reason")
+        changed = {field: value for field, value in form.typed.items()
+                   if not _same_text(field, value, _setting_text(field, getattr(workspace, field)))}
         # A double-submitted form would request the same change twice.
         once.consume(request)
         update = services.update_workspace(workspace=workspace, actor=request.user, settings=changed,
-                                           reason=reason)
+                                           reason=form.reason_value)
     except errors.PermissionDenied as exc:
         raise forbidden(exc) from exc
     except errors.DomainError as exc:
-        ctx = _workspace_settings_context(request, workspace, {**typed, "reason": reason}, exc.detail)
+        ctx = _workspace_settings_context(request, workspace, form.shown(), exc.detail)
         return TemplateResponse(request, template, ctx, status=exc.status)
     if update.change is not None:
         messages.success(request, format_html(
