@@ -9,7 +9,6 @@ one place that decides between the whole page and one of its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -27,7 +26,7 @@ def wants_fragment(request: HtmxHttpRequest) -> bool:
     return bool(request.htmx) and not request.htmx.history_restore_request
 
 
-def page_or_fragment(request: HtmxHttpRequest, template_name: str, context: dict[str, Any], *,
+def page_or_fragment(request: HtmxHttpRequest, template_name: str, context: dict[str, object], *,
                      fragments: Sequence[str], status: int | None = None) -> TemplateResponse:
     """The page, or for htmx the fragment named like the element it targets
     (the first of `fragments` when it targets none of them). The same URL

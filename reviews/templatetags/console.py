@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
 
 from django import template
 from django.utils import timezone
@@ -66,7 +65,7 @@ def segments(parts: Iterable[Segment]) -> SafeString:
 
 
 @register.filter
-def as_json(value: Any) -> str:
+def as_json(value: object) -> str:
     """A value as indented JSON, the notation the edit boxes take (escaped
     by the template like any text: never marked safe)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
@@ -99,7 +98,7 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
 
 
 @register.filter
-def detail_items(details: Any) -> list[tuple[str, str]]:
+def detail_items(details: object) -> list[tuple[str, str]]:
     """An audit event's details as (label, text) pairs for a <dl>: keys
     become words, lists are joined, nested objects flattened one level."""
     if not isinstance(details, dict):
@@ -107,7 +106,7 @@ def detail_items(details: Any) -> list[tuple[str, str]]:
     return [(str(key).replace("_", " ").capitalize(), _plain(value)) for key, value in details.items()]
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     if value is None or value == "":
         return "—"
     if isinstance(value, bool):
@@ -120,14 +119,14 @@ def _plain(value: Any) -> str:
 
 
 @register.filter
-def get_item(mapping: Any, key: Any) -> Any:
+def get_item(mapping: object, key: object) -> object:
     return mapping.get(key) if isinstance(mapping, dict) else None
 
 
 @register.filter
-def duration_words(value: Any) -> str:
+def duration_words(value: object) -> str:
     """A timedelta as "3 h 20 min" / "2 d 4 h" / "45 min" (dashboards: short, exact enough)."""
-    seconds = int(value.total_seconds()) if hasattr(value, "total_seconds") else 0
+    seconds = int(value.total_seconds()) if isinstance(value, timedelta) else 0
     days, rest = divmod(max(seconds, 0), 86400)
     hours, rest = divmod(rest, 3600)
     minutes = rest // 60

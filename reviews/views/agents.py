@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -24,6 +23,7 @@ from memoryhub.models import Agent, Backend, FileKind, Strategy, WritePolicy
 from memoryhub.services.agents import governed_settings
 from memoryhub.tokens import ENCODING_NAMES
 from reviews import forms, once
+from reviews.http import HtmxHttpRequest, page_or_fragment
 from reviews.views.common import agent_or_404, forbidden, is_admin, refusal_status
 
 PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
@@ -34,9 +34,9 @@ PERSONA_FILES = (FileKind.SOUL, FileKind.ABOUT, FileKind.TOOLS)
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def agents(request: HttpRequest) -> HttpResponse:
+def agents(request: HtmxHttpRequest) -> HttpResponse:
     admin_workspaces = selectors.admin_workspaces(request.user)
-    form: dict[str, Any] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.REVIEW,
+    form: dict[str, str] = {"strategy": Strategy.HYBRID_V2, "write_policy": WritePolicy.REVIEW,
                             "backend": Backend.HEURISTIC}
     error, error_status = "", 200
     template_name = "reviews/admin/agents.html"
@@ -64,27 +64,24 @@ def agents(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Agent {agent.slug} created.")
             url = reverse("agent", args=[agent.slug])
-            if request.htmx:  # type: ignore[attr-defined]
+            if request.htmx:
                 return HttpResponseClientRedirect(url)
             return HttpResponseRedirect(url)
-        if request.htmx:  # type: ignore[attr-defined]
-            template_name += "#create-agent"
 
-    return TemplateResponse(
-        request,
-        template_name,
-        {
-            "agents": selectors.agents_overview(request.user),
-            "admin_workspaces": admin_workspaces,
-            "workspaces": selectors.user_workspaces(request.user),
-            "form": form,
-            "error": error,
-            "strategies": Strategy.choices,
-            "write_policies": WritePolicy.choices,
-            "backends": Backend.choices,
-        },
-        status=refusal_status(request, error_status) if error else 200,
-    )
+    context = {
+        "agents": selectors.agents_overview(request.user),
+        "admin_workspaces": admin_workspaces,
+        "workspaces": selectors.user_workspaces(request.user),
+        "form": form,
+        "error": error,
+        "strategies": Strategy.choices,
+        "write_policies": WritePolicy.choices,
+        "backends": Backend.choices,
+    }
+    if error:
+        return page_or_fragment(request, template_name, context, fragments=("create-agent",),
+                                status=refusal_status(request, error_status))
+    return TemplateResponse(request, template_name, context)
 
 
 # --- one agent --------------------------------------------------------------------------
@@ -92,7 +89,7 @@ def agents(request: HttpRequest) -> HttpResponse:
 POLICY_INPUTS = services.POLICY_FIELDS
 
 
-def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
+def _agent_context(request: HtmxHttpRequest, agent: Agent) -> dict[str, object]:
     files, user_files = selectors.agent_files(agent)
     persona = [
         {
@@ -143,7 +140,7 @@ def _agent_context(request: HttpRequest, agent: Agent) -> dict[str, Any]:
 
 @login_required
 @require_GET
-def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def agent_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """The agent page; each of its forms posts to its own URL below."""
     agent = agent_or_404(request, slug)
     return TemplateResponse(request, "reviews/admin/agent.html", _agent_context(request, agent))
@@ -151,16 +148,16 @@ def agent_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 # What an action on the agent page does: it fills `overrides` (what the page
 # shows again next to an error) and returns the notice, or its own response.
-AgentAction = Callable[[HttpRequest, Agent, dict[str, Any]], "str | HttpResponse"]
+AgentAction = Callable[[HtmxHttpRequest, Agent, dict[str, object]], "str | HttpResponse"]
 
 
-def _agent_action(request: HttpRequest, slug: str, fragment: str, act: AgentAction) -> HttpResponse:
+def _agent_action(request: HtmxHttpRequest, slug: str, fragment: str, act: AgentAction) -> HttpResponse:
     """Run one action of the agent page. A plain POST redirects to the page
     with a message; an htmx POST re-renders the action's fragment. A wrong
     role is a 403, an unknown object a 404, any other refusal is shown in
     the fragment with its status."""
     agent = agent_or_404(request, slug)
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, object] = {}
     error, error_status = "", 200
     notice: str = ""
     try:
@@ -176,7 +173,7 @@ def _agent_action(request: HttpRequest, slug: str, fragment: str, act: AgentActi
         error, error_status = exc.detail, exc.status
         overrides.setdefault("errors", {fragment: error})
 
-    if not error and not request.htmx:  # type: ignore[attr-defined]
+    if not error and not request.htmx:
         messages.success(request, notice)
         return HttpResponseRedirect(reverse("agent", args=[agent.slug]) + f"#{fragment}")
     agent.refresh_from_db()
@@ -184,13 +181,11 @@ def _agent_action(request: HttpRequest, slug: str, fragment: str, act: AgentActi
     ctx.update(overrides)
     if not error:
         ctx["notice"], ctx["notice_for"] = notice, fragment
-    template = "reviews/admin/agent.html"
-    if request.htmx:  # type: ignore[attr-defined]
-        template += f"#{fragment}"
-    return TemplateResponse(request, template, ctx, status=refusal_status(request, error_status) if error else 200)
+    return page_or_fragment(request, "reviews/admin/agent.html", ctx, fragments=(fragment,),
+                            status=refusal_status(request, error_status) if error else 200)
 
 
-def _persona(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+def _persona(request: HtmxHttpRequest, agent: Agent, overrides: dict[str, object]) -> str:
     form = forms.PersonaForm(request.POST)
     try:
         forms.valid(form)
@@ -211,14 +206,14 @@ def _persona(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> s
     )
 
 
-def _tools(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+def _tools(request: HtmxHttpRequest, agent: Agent, overrides: dict[str, object]) -> str:
     form = forms.ToolsForm(request.POST)
     overrides["tools_json"] = form.raw
     rows = services.replace_tools(agent=agent, tools=forms.valid(form).tools_value, actor=request.user)
     return f"Tool registry set to {len(rows)} tool(s)."
 
 
-def _policies(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+def _policies(request: HtmxHttpRequest, agent: Agent, overrides: dict[str, object]) -> str:
     form = forms.valid(forms.PoliciesForm(request.POST))
     try:
         update = services.update_agent(agent=agent, settings=form.settings, actor=request.user,
@@ -239,7 +234,7 @@ def _policies(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> 
     return "Nothing changed."
 
 
-def _consolidate(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> str:
+def _consolidate(request: HtmxHttpRequest, agent: Agent, overrides: dict[str, object]) -> str:
     form = forms.valid(forms.ConsolidateForm(request.POST))
     run, created = consolidation.trigger_run(agent=agent, user_ref=form.user_ref, user=request.user)
     return (
@@ -249,7 +244,7 @@ def _consolidate(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) 
     )
 
 
-def _key_create(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -> HttpResponse:
+def _key_create(request: HtmxHttpRequest, agent: Agent, overrides: dict[str, object]) -> HttpResponse:
     form = forms.valid(forms.KeyCreateForm(request.POST))
     once.consume(request)
     key, raw_key = services.issue_agent_key(agent=agent, name=form.name_value, actor=request.user)
@@ -258,13 +253,12 @@ def _key_create(request: HttpRequest, agent: Agent, overrides: dict[str, Any]) -
     ctx = _agent_context(request, agent)
     ctx.update(raw_key=raw_key, new_key=key, notice_for="keys",
                notice=f"Key {key.prefix}… created. Copy it now: it will not be shown again.")
-    template = "reviews/admin/agent.html" + ("#keys" if request.htmx else "")  # type: ignore[attr-defined]
-    response = TemplateResponse(request, template, ctx)
+    response = page_or_fragment(request, "reviews/admin/agent.html", ctx, fragments=("keys",))
     response["Cache-Control"] = "no-store"
     return response
 
 
-def _key_revoke(request: HttpRequest, agent: Agent, overrides: dict[str, Any], key_id: int) -> str:
+def _key_revoke(request: HtmxHttpRequest, agent: Agent, overrides: dict[str, object], key_id: int) -> str:
     forms.valid(forms.KeyRevokeForm(request.POST))
     key = services.revoke_agent_key(key=services.get_agent_key(agent=agent, key_id=key_id), actor=request.user)
     return f"Key {key.prefix}… revoked; requests with it are refused from now on."
@@ -276,7 +270,7 @@ def _agent_view(fragment: str, act: Callable[..., str | HttpResponse]) -> Callab
 
     @login_required
     @require_POST
-    def view(request: HttpRequest, slug: str, **url: int) -> HttpResponse:
+    def view(request: HtmxHttpRequest, slug: str, **url: int) -> HttpResponse:
         return _agent_action(request, slug, fragment, lambda r, agent, overrides: act(r, agent, overrides, **url))
 
     view.__name__ = view.__qualname__ = "agent" + act.__name__

@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, JsonResponse
+from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -36,7 +36,7 @@ class AuditProblem:
     message: str
 
 
-def filtered_events(request: HttpRequest,
+def filtered_events(request: HtmxHttpRequest,
                     form: forms.AuditFilterForm) -> tuple[QuerySet[AuditEvent], dict[str, str], list[AuditProblem]]:
     """The events the query string asks for, and what in it was not
     understood: an unknown parameter or a value that is not one is named,

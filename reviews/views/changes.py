@@ -5,14 +5,14 @@ each would set, and the approve/reject/withdraw POST; the pending badge.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -21,7 +21,7 @@ from memoryhub import errors, policy, selectors, services
 from memoryhub.models import Change, ChangeKind
 from reviews import forms as action_forms
 from reviews.http import HtmxHttpRequest, page_or_fragment
-from reviews.views.common import file_url, or_404
+from reviews.views.common import file_url, or_404, refusal_status
 
 CHANGES_PAGE_SIZE = 25
 
@@ -67,7 +67,7 @@ def _payload_lines(change: Change) -> list[tuple[str, str, str]]:
     return [(str(key), "", json.dumps(value, ensure_ascii=False)) for key, value in payload.items()]
 
 
-def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> list[ChangeRow]:
+def _change_rows(request: HtmxHttpRequest, changes: Iterable[Change], roles: dict[int, str]) -> list[ChangeRow]:
     rows = []
     for change in changes:
         pending = change.is_pending
@@ -83,7 +83,7 @@ def _change_rows(request: HttpRequest, changes: Any, roles: dict[int, str]) -> l
     return rows
 
 
-def _changes_context(request: HtmxHttpRequest) -> dict[str, Any]:
+def _changes_context(request: HtmxHttpRequest) -> dict[str, object]:
     visible = services.visible_changes(request.user)
     roles = selectors.roles_by_workspace(request.user)
     decided = Paginator(visible.exclude(status="pending").order_by("-decided_at", "-id"), CHANGES_PAGE_SIZE)
@@ -126,15 +126,14 @@ def changes(request: HtmxHttpRequest) -> HttpResponse:
         context = _changes_context(request)
         context.update(error=exc, error_for=change.pk, posted_action=action,
                        posted_comment=form["comment"].value() or "")
-        if request.htmx:
-            return TemplateResponse(request, template_name + "#pending-changes", context)
-        return TemplateResponse(request, template_name, context, status=exc.status)
+        return page_or_fragment(request, template_name, context, fragments=("pending-changes",),
+                                status=refusal_status(request, exc.status))
     if not request.htmx:
         messages.success(request, done)
         return redirect("changes")
     context = _changes_context(request)
     context.update(done=done, changes_badge=selectors.pending_change_count(request.user))
-    return TemplateResponse(request, template_name + "#pending-changes", context)
+    return page_or_fragment(request, template_name, context, fragments=("pending-changes",))
 
 
 @login_required

@@ -16,12 +16,10 @@ that show it carry `hx-disable`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -30,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memoryhub import errors, policy, selectors, services
 from memoryhub.models import AuditEvent, Workspace
 from reviews import forms
+from reviews.http import HtmxHttpRequest
 
 RECORD_ACTIONS = ("subject.export", "subject.refused", "subject.erase", "agent.export", "agent.import",
                   "retention.redact")
@@ -37,7 +36,7 @@ RECORD_ROWS = 50
 ERASURE_ROWS = 50
 
 
-def _workspaces(request: HttpRequest) -> list[Workspace]:
+def _workspaces(request: HtmxHttpRequest) -> list[Workspace]:
     """Workspaces where the user may export subjects; none is a 403."""
     ids = services.workspace_ids_for(request.user, services.EXPORT_ROLES)
     if not ids:
@@ -45,11 +44,11 @@ def _workspaces(request: HttpRequest) -> list[Workspace]:
     return list(Workspace.objects.filter(pk__in=ids).order_by("slug"))
 
 
-def _export_context(workspaces: list[Workspace], form: dict[str, str], error: str = "") -> dict[str, Any]:
+def _export_context(workspaces: list[Workspace], form: dict[str, str], error: str = "") -> dict[str, object]:
     return {"export_workspaces": workspaces, "export_form": form, "export_error": error}
 
 
-def _record_context(workspaces: list[Workspace]) -> dict[str, Any]:
+def _record_context(workspaces: list[Workspace]) -> dict[str, object]:
     events = (
         AuditEvent.objects.filter(workspace__in=workspaces, action__in=RECORD_ACTIONS)
         .select_related("workspace", "actor_user", "actor_agent", "agent")
@@ -58,8 +57,8 @@ def _record_context(workspaces: list[Workspace]) -> dict[str, Any]:
     return {"record": list(events)}
 
 
-def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: dict[str, str],
-                     error: str = "") -> dict[str, Any]:
+def _erasure_context(request: HtmxHttpRequest, workspaces: list[Workspace], form: dict[str, str],
+                     error: str = "") -> dict[str, object]:
     ids = [ws.pk for ws in workspaces]
     admin_of = [ws for ws in workspaces if ws.pk in set(services.workspace_ids_for(request.user,
                                                                                    services.ERASE_ROLES))]
@@ -78,7 +77,7 @@ def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: di
     }
 
 
-def _page(request: HttpRequest, workspaces: list[Workspace], *, form: dict[str, str] | None = None,
+def _page(request: HtmxHttpRequest, workspaces: list[Workspace], *, form: dict[str, str] | None = None,
           error: str = "", status: int = 200, erasure_form: dict[str, str] | None = None,
           erasure_error: str = "", retention_error: str = "") -> TemplateResponse:
     context = {
@@ -93,13 +92,13 @@ def _page(request: HttpRequest, workspaces: list[Workspace], *, form: dict[str, 
 
 @login_required
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: HtmxHttpRequest) -> HttpResponse:
     return _page(request, _workspaces(request))
 
 
 @login_required
 @require_GET
-def subject_export(request: HttpRequest) -> HttpResponseBase:
+def subject_export(request: HtmxHttpRequest) -> HttpResponseBase:
     """The export form's target: the JSON file, or the page with the error."""
     workspaces = _workspaces(request)
     form = forms.SubjectExportForm(request.GET)
@@ -119,7 +118,7 @@ def subject_export(request: HttpRequest) -> HttpResponseBase:
 
 @login_required
 @require_POST
-def subject_erasure(request: HttpRequest) -> HttpResponseBase:
+def subject_erasure(request: HtmxHttpRequest) -> HttpResponseBase:
     """The erasure form's target: a pending change, then back to the page
     (its pending list links to the Changes page, where a second admin
     decides). A wrong role is a 403; another workspace a 404 on the page."""
@@ -142,7 +141,7 @@ def subject_erasure(request: HttpRequest) -> HttpResponseBase:
 
 @login_required
 @require_POST
-def retention_setting(request: HttpRequest) -> HttpResponseBase:
+def retention_setting(request: HtmxHttpRequest) -> HttpResponseBase:
     """Set a workspace's log retention: applied at once when it keeps logs
     longer, a pending change for a second admin when it shortens it."""
     workspaces = _workspaces(request)

@@ -4,12 +4,11 @@ runs, tokens and spend, files near their cap, trends.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-from typing import Any
+from datetime import date, datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -18,6 +17,7 @@ from consolidation import services as consolidation
 from memoryhub import selectors, services
 from memoryhub.models import AGENT_SCOPED, ProposalStatus
 from reviews import charts
+from reviews.http import HtmxHttpRequest
 
 DASHBOARD_DAYS = 14
 
@@ -28,7 +28,7 @@ def _day_labels(days: list[date]) -> list[str]:
 
 @login_required
 @require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     workspace_ids = services.workspace_ids_for(request.user)
     if not workspace_ids:
         raise PermissionDenied("You have no role in any workspace.")
@@ -111,7 +111,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 SPEND_AGENTS = 6
 
 
-def _trend_charts(workspace_ids: list[int], days: list[date], *, since: Any, now: Any) -> dict[str, Any]:
+def _trend_charts(workspace_ids: list[int], days: list[date], *, since: datetime, now: datetime) -> dict[str, object]:
     figures = selectors.trends(workspace_ids, since=since, now=now)
     labels = _day_labels(days)
     # A day without a new version keeps the size the files had.

@@ -4,8 +4,9 @@ without review, with withhold and rollback of one write.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date, timedelta
-from typing import Any, cast
+from typing import cast
 
 from django import forms
 from django.contrib import messages
@@ -13,17 +14,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from memoryhub import errors, selectors, services
-from memoryhub.models import Proposal
+from memoryhub.models import Agent, Proposal
 from reviews import diffs
 from reviews import forms as action_forms
 from reviews.http import HtmxHttpRequest, page_or_fragment
-from reviews.views.common import file_url, int_or_none, or_404
+from reviews.views.common import file_url, int_or_none, or_404, refusal_status
 
 DIRECT_WRITES_PAGE_SIZE = 20
 DIRECT_WRITES_DAYS = 7
@@ -33,7 +33,7 @@ class DirectWritesForm(forms.Form):
     since = forms.DateField(required=False, label="Since")
     agent = forms.ChoiceField(required=False)
 
-    def __init__(self, data: Any, *, agents: list[Any]) -> None:
+    def __init__(self, data: Mapping[str, object] | None, *, agents: list[Agent]) -> None:
         super().__init__(data)
         cast(forms.ChoiceField, self.fields["agent"]).choices = [
             ("", "All agents"), *((a.slug, a.slug) for a in agents)
@@ -47,7 +47,7 @@ class DirectWritesForm(forms.Form):
         return str(self.cleaned_data.get("agent") or "") if self.is_valid() else ""
 
 
-def _direct_writes_context(request: HtmxHttpRequest) -> dict[str, Any]:
+def _direct_writes_context(request: HtmxHttpRequest) -> dict[str, object]:
     agents = list(services.visible_agents(request.user).order_by("slug"))
     form = DirectWritesForm(request.GET or None, agents=agents)
     since = form.since_day()
@@ -105,9 +105,8 @@ def direct_writes(request: HtmxHttpRequest) -> HttpResponse:
         context = _direct_writes_context(request)
         context.update(error=exc, error_for=int_or_none(form["row"].value()),
                        posted_action=form["action"].value() or "", posted_reason=form["reason"].value() or "")
-        if request.htmx:
-            return TemplateResponse(request, template_name + "#direct-writes", context)
-        return TemplateResponse(request, template_name, context, status=exc.status)
+        return page_or_fragment(request, template_name, context, fragments=("direct-writes",),
+                                status=refusal_status(request, exc.status))
     if not request.htmx:
         messages.success(request, done)
         if rollback is not None:
@@ -115,4 +114,4 @@ def direct_writes(request: HtmxHttpRequest) -> HttpResponse:
         return redirect(request.get_full_path())
     context = _direct_writes_context(request)
     context.update(done=done, done_proposal=rollback)
-    return TemplateResponse(request, template_name + "#direct-writes", context)
+    return page_or_fragment(request, template_name, context, fragments=("direct-writes",))

@@ -4,7 +4,8 @@ diff, rollback, withhold, release) and its blame (`…/blame/`).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Hashable
+from typing import Protocol
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,15 +17,28 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from consolidation.provenance import evidence_by_entry, line_entry
 from memoryhub import errors, selectors, services
-from memoryhub.models import Change, Proposal, Source
+from memoryhub.models import Agent, Change, MemoryFile, Proposal, Source
 from reviews import diffs
 from reviews import forms as action_forms
 from reviews.api import history_author
 from reviews.http import HtmxHttpRequest, page_or_fragment
-from reviews.views.common import can_review, diff_links, file_url, int_or_none, or_404
+from reviews.views.common import can_review, diff_links, file_url, int_or_none, or_404, refusal_status
 
 
-def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Any, str, list[Any]]:
+class VersionRow(Protocol):
+    """What these pages read of one row of a file's history (its class is
+    built by django-simple-history at run time, so it has no static name)."""
+
+    version: int
+    content: str
+    source: str
+    proposal_id: int | None
+
+    @property
+    def proposal(self) -> Proposal: ...  # read only where proposal_id is set
+
+
+def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Agent, str, list[VersionRow]]:
     agent = or_404(services.get_agent_for_user, request.user, slug)
     user_ref = action_forms.FileQueryForm(request.GET).value("user")
     try:
@@ -34,8 +48,8 @@ def _versions(request: HtmxHttpRequest, slug: str, kind: str) -> tuple[Any, str,
     return agent, user_ref, rows
 
 
-def _history_action(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: str,
-                    form: action_forms.FileActionForm) -> tuple[str, Any]:
+def _history_action(request: HtmxHttpRequest, agent: Agent, kind: str, user_ref: str,
+                    form: action_forms.FileActionForm) -> tuple[str, Proposal | MemoryFile | Change]:
     """Run one POSTed action of the history page; returns the message and
     what it made (a rollback proposal, a release change or the file)."""
     action_forms.valid(form)
@@ -78,9 +92,8 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
         confirm = int_or_none(form["version"].value()) if action == "rollback" else None
         context = _history_context(request, agent, file, user_ref, rows, confirm)
         context.update(error=exc, posted_action=action, posted_reason=form["reason"].value() or "")
-        if request.htmx:
-            return TemplateResponse(request, template_name + "#timeline", context)
-        return TemplateResponse(request, template_name, context, status=exc.status)
+        return page_or_fragment(request, template_name, context, fragments=("timeline",),
+                                status=refusal_status(request, exc.status))
     if not request.htmx:
         messages.success(request, done)
         if isinstance(made, Proposal):
@@ -90,11 +103,11 @@ def file_history(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse
     context = _history_context(request, agent, file, user_ref, rows, None)
     context.update(done=done, done_proposal=made if isinstance(made, Proposal) else None,
                    done_change=made if isinstance(made, Change) else None)
-    return TemplateResponse(request, template_name + "#timeline", context)
+    return page_or_fragment(request, template_name, context, fragments=("timeline",))
 
 
-def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: str, rows: list[Any],
-                     confirm: int | None) -> dict[str, Any]:
+def _history_context(request: HtmxHttpRequest, agent: Agent, kind: str, user_ref: str, rows: list[VersionRow],
+                     confirm: int | None) -> dict[str, object]:
     by_version = {row.version: row for row in rows}
     latest = rows[-1].version if rows else 0
     query = action_forms.FileQueryForm(request.GET)
@@ -120,7 +133,7 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
         "a_label": f"Version {a}",
         "b_label": f"Version {b}",
         "can_rollback": can_review(request, agent.workspace_id),
-        "confirm": by_version.get(confirm) if confirm != latest else None,
+        "confirm": by_version.get(confirm) if confirm is not None and confirm != latest else None,
         "file_state": state,
         "withheld": bool(state and state.is_withheld),
         "can_withhold": bool(state and state.exists and not state.is_withheld),
@@ -135,15 +148,19 @@ def _history_context(request: HtmxHttpRequest, agent: Any, kind: str, user_ref: 
 @require_GET
 def file_blame(request: HtmxHttpRequest, slug: str, file: str) -> HttpResponse:
     agent, user_ref, rows = _versions(request, slug, file)
-    by_version = {row.version: row for row in rows}
+    # Keyed like diffs.blame's lines: by version number.
+    by_version: dict[Hashable, VersionRow] = {row.version: row for row in rows}
     # Per line, what the version that wrote it cited for that very entry
     # (not every id of its run): consolidation keeps evidence per entry.
-    per_entry = {row.version: evidence_by_entry(row.proposal.rationale if row.proposal_id else [], file=file)
-                 for row in rows}
+    per_entry: dict[Hashable, dict[str, list[int]]] = {
+        row.version: evidence_by_entry(row.proposal.rationale if row.proposal_id else [], file=file) for row in rows
+    }
     # An approved rollback is credited like a revert: its lines are its own
     # (who asked, who approved), each still naming the version that wrote it.
-    rollbacks = {row.version: row.proposal.rollback_to for row in rows
-                 if row.source == Source.ROLLBACK and row.proposal_id and row.proposal.rollback_to}
+    rollbacks: dict[Hashable, Hashable] = {
+        row.version: row.proposal.rollback_to for row in rows
+        if row.source == Source.ROLLBACK and row.proposal_id and row.proposal.rollback_to
+    }
     blamed = diffs.blame([(row.version, row.content) for row in rows], rollbacks)
     # Evidence belongs to the version that wrote the entry, not to a rollback.
     cited = [per_entry[line.written or line.origin].get(line_entry(line.text), []) if line_entry(line.text) else []

@@ -5,13 +5,10 @@ the decision POST (approve, reject, withdraw, edit, rebase, claim).
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
@@ -23,15 +20,15 @@ from memoryhub.scanning.pii import CATEGORY_LABELS
 from reviews import diffs, highlight
 from reviews import forms as action_forms
 from reviews.http import HtmxHttpRequest, page_or_fragment
-from reviews.views.common import can_review, diff_links, file_url, or_404
+from reviews.views.common import can_review, diff_links, file_url, or_404, refusal_status
 from reviews.views.queue import neighbours, proposal_url, queue_filter_query
 
 
-def _rationale(proposal: Proposal) -> list[dict[str, Any]]:
+def _rationale(proposal: Proposal) -> list[dict[str, object]]:
     """Each change of the rationale with the log entries it cites (scoped to
     the proposal's agent and user) and the ids that were not found."""
     found = selectors.evidence(proposal.agent, proposal.user_ref, selectors.cited_ids(proposal.rationale))
-    changes = []
+    changes: list[dict[str, object]] = []
     for change in proposal.rationale if isinstance(proposal.rationale, list) else []:
         if not isinstance(change, dict):
             continue
@@ -51,7 +48,7 @@ def _diff_options(request: HtmxHttpRequest) -> dict[str, bool]:
     return {"unified_view": query.unified_view, "whole": query.whole}
 
 
-def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, Any]:
+def _proposal_context(request: HtmxHttpRequest, proposal: Proposal) -> dict[str, object]:
     """The proposal page: where it sits in the queue, its review state, the
     controls this person may use, the diffs and the evidence."""
     file = services.get_file(agent=proposal.agent, kind=proposal.kind, user_ref=proposal.user_ref)
@@ -219,10 +216,8 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         context = _proposal_context(request, proposal)
         context.update(error=exc, posted_action=action, posted_comment=form["comment"].value() or "",
                        posted_content=form["content"].value())
-        if request.htmx:
-            # htmx swaps only 2xx answers by default; the error is in the fragment.
-            return TemplateResponse(request, template_name + "#decision", context)
-        return TemplateResponse(request, template_name, context, status=exc.status)
+        return page_or_fragment(request, template_name, context, fragments=("decision",),
+                                status=refusal_status(request, exc.status))
     query = queue_filter_query(request)
     url = proposal_url((target or proposal).pk, query)
     if target is None and form.go_next:
@@ -240,4 +235,4 @@ def proposal_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     proposal = services.get_proposal_for_user(request.user, proposal.pk)
     context = _proposal_context(request, proposal)
     context.update(done=done, pending_badge=selectors.pending_proposal_count(request.user))
-    return TemplateResponse(request, template_name + "#decision", context)
+    return page_or_fragment(request, template_name, context, fragments=("decision",))

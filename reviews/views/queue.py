@@ -5,13 +5,15 @@ which sends each role to its landing page.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any, cast
+from typing import cast
 
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -20,11 +22,12 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from memoryhub import errors, selectors, services
-from memoryhub.actors import Actor
-from memoryhub.models import FileKind, Proposal, ProposalStatus, Role, Source, WritePolicy
+from memoryhub.actors import Actor, staff_user
+from memoryhub.models import Agent, FileKind, Proposal, ProposalStatus, Role, Source, WritePolicy
 from reviews import forms as action_forms
 from reviews import highlight
 from reviews.http import HtmxHttpRequest, page_or_fragment
+from reviews.views.common import refusal_status
 
 QUEUE_PAGE_SIZE = 25
 # How many agents under `direct` the queue names before "and N more".
@@ -48,7 +51,7 @@ class QueueFilterForm(forms.Form):
     sort = forms.ChoiceField(choices=[("age", "Oldest first"), ("risk", "Highest risk first")], required=False,
                              label="Sort")
 
-    def __init__(self, data: Any, *, agents: list[Any]) -> None:
+    def __init__(self, data: Mapping[str, object] | None, *, agents: list[Agent]) -> None:
         super().__init__(data)
         workspaces = sorted({a.workspace.slug for a in agents})
         cast(forms.ChoiceField, self.fields["workspace"]).choices = [
@@ -58,15 +61,15 @@ class QueueFilterForm(forms.Form):
             ("", "All agents"), *((a.slug, a.name or a.slug) for a in agents)
         ]
 
-    def apply(self, proposals: Any, *, user: Actor | None) -> Any:
+    def apply(self, proposals: QuerySet[Proposal], *, user: Actor | None) -> QuerySet[Proposal]:
         data = self.cleaned_data if self.is_valid() else {}
         claimed = data.get("claimed")
         if claimed == "mine":
-            proposals = proposals.filter(claimed_by=user)
+            proposals = proposals.filter(claimed_by=staff_user(user))
         elif claimed == "unclaimed":
             proposals = proposals.filter(claimed_by__isnull=True)
         elif claimed == "others":
-            proposals = proposals.filter(claimed_by__isnull=False).exclude(claimed_by=user)
+            proposals = proposals.filter(claimed_by__isnull=False).exclude(claimed_by=staff_user(user))
         if data.get("sort") == "risk":
             proposals = proposals.order_by("-risk_level", "created_at", "id")
         else:
@@ -92,20 +95,21 @@ class QueueFilterForm(forms.Form):
 QUEUE_FILTERS = ("status", "workspace", "agent", "user", "file", "source", "older_than", "claimed", "sort")
 
 
-def queue_filter_query(request: HttpRequest) -> str:
+def queue_filter_query(request: HtmxHttpRequest) -> str:
     """The queue filters of this request as a query string ("" when none)."""
     params = [(key, request.GET[key]) for key in QUEUE_FILTERS if request.GET.get(key)]
     return urlencode(params)
 
 
-def _queue_proposals(request: HttpRequest, agents: list[Any] | None = None) -> tuple[QueueFilterForm, Any]:
+def _queue_proposals(request: HtmxHttpRequest,
+                     agents: list[Agent] | None = None) -> tuple[QueueFilterForm, QuerySet[Proposal]]:
     agents = list(services.visible_agents(request.user)) if agents is None else agents
     data = {key: request.GET[key] for key in QUEUE_FILTERS if key in request.GET}
     form = QueueFilterForm(data or None, agents=agents)
     return form, form.apply(services.visible_proposals(request.user), user=request.user)
 
 
-def neighbours(request: HttpRequest, proposal: Proposal) -> tuple[Proposal | None, Proposal | None]:
+def neighbours(request: HtmxHttpRequest, proposal: Proposal) -> tuple[Proposal | None, Proposal | None]:
     """The proposals before and after this one in the queue as filtered and
     sorted by the reviewer; after the last one, the first one still waiting
     (the reviewer may have skipped it). Two queries, whatever the queue size."""
@@ -163,20 +167,21 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
 _FINDING_TAGS = frozenset({"scanner_findings", "agent_directed"})
 
 
-def _attach_findings(proposals: Any) -> None:
+def _attach_findings(proposals: Iterable[Proposal]) -> None:
     """Each flagged row's first finding, highlighted. The queue defers the
     contents, so the flagged rows' texts come in one query (none when no row
     on the page is flagged); the scanner's cache makes the scan itself cheap."""
     flagged = [p for p in proposals if _FINDING_TAGS & set(p.risk_tags or [])]
     for p in proposals:
-        p.finding = None
+        p.finding = None  # type: ignore[attr-defined]
     if not flagged:
         return
     texts = {pk: (base, new) for pk, base, new in Proposal.objects.filter(pk__in=[p.pk for p in flagged])
              .values_list("pk", "base_content", "proposed_content")}
     for p in flagged:
         base, new = texts.get(p.pk, ("", ""))
-        p.finding = highlight.first_finding(old=base, new=new, tags=list(p.risk_tags or []))
+        p.finding = highlight.first_finding(  # type: ignore[attr-defined]
+            old=base, new=new, tags=list(p.risk_tags or []))
 
 
 @login_required
@@ -186,7 +191,7 @@ def queue_bulk(request: HtmxHttpRequest) -> HttpResponse:
     code; the answer lists what was decided and what was refused, and why."""
     template_name = "reviews/bulk.html"
     form = action_forms.BulkDecisionForm(request.POST)
-    context: dict[str, Any] = {"back_url": reverse("queue") + _safe_query(str(form["query"].value() or ""))}
+    context: dict[str, object] = {"back_url": reverse("queue") + _safe_query(str(form["query"].value() or ""))}
     try:
         action_forms.valid(form)
         result = services.decide_bulk(ids=form.id_values, action=form.value("action"),
@@ -194,9 +199,8 @@ def queue_bulk(request: HtmxHttpRequest) -> HttpResponse:
                                       actor=request.user)
     except errors.DomainError as exc:
         context.update(error=exc)
-        if request.htmx:
-            return TemplateResponse(request, template_name + "#bulk-results", context)
-        return TemplateResponse(request, template_name, context, status=exc.status)
+        return page_or_fragment(request, template_name, context, fragments=("bulk-results",),
+                                status=refusal_status(request, exc.status))
     context.update(result=result, pending_badge=selectors.pending_proposal_count(request.user))
     return page_or_fragment(request, template_name, context, fragments=("bulk-results",))
 
@@ -215,7 +219,7 @@ def queue_badge(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: HtmxHttpRequest) -> HttpResponse:
     """Auditors land on the audit log; reviewers and admins on the queue."""
     review_ws = services.workspace_ids_for(request.user, services.REVIEW_ROLES)
     audit_ws = services.workspace_ids_for(request.user, {Role.AUDITOR})

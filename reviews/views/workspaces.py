@@ -4,11 +4,9 @@ form for admins; a weakening becomes a pending change for a second admin.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -19,6 +17,7 @@ from memoryhub.models import HighRiskApproval, Workspace, WritePolicy
 from memoryhub.services.agents import MAX_RETENTION_DAYS, MAX_SLA_HOURS
 from memoryhub.services.limits import PII_POLICIES
 from reviews import forms, once
+from reviews.http import HtmxHttpRequest
 from reviews.views.common import forbidden, is_admin
 
 # What each setting does, in one line; whether loosening it takes a second
@@ -43,7 +42,7 @@ WORKSPACE_LABELS = {
 }
 
 
-def _setting_text(field: str, value: Any) -> str:
+def _setting_text(field: str, value: object) -> str:
     """A setting's current value as the form shows it."""
     if value is None:
         return ""
@@ -58,8 +57,8 @@ def _same_text(field: str, typed: str, current: str) -> bool:
     return typed.strip() == current
 
 
-def _workspace_settings_context(request: HttpRequest, workspace: Workspace,
-                                typed: dict[str, str] | None = None, error: str = "") -> dict[str, Any]:
+def _workspace_settings_context(request: HtmxHttpRequest, workspace: Workspace,
+                                typed: dict[str, str] | None = None, error: str = "") -> dict[str, object]:
     choices: dict[str, list[tuple[str, str]]] = {
         "default_write_policy": list(WritePolicy.choices),
         "pii_policy": [(p, p) for p in PII_POLICIES],
@@ -91,7 +90,7 @@ def _workspace_settings_context(request: HttpRequest, workspace: Workspace,
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def workspace_settings(request: HttpRequest, slug: str) -> HttpResponse:
+def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Every workspace setting in one form for admins (read-only for the
     other roles). A POST sends only the changed fields to
     services.update_workspace, which applies tightenings at once and turns a
