@@ -16,7 +16,6 @@ import difflib
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 # The three-way merge lives in memoryhub.merge: rebasing is a domain operation.
 from memoryhub.merge import has_conflict_markers, merge3
@@ -68,6 +67,10 @@ class UnifiedRow:
     @property
     def kind(self) -> str:
         return {" ": "equal", "-": "delete", "+": "insert", "…": "skip"}[self.sign]
+
+
+# One row of a diff as a page shows it, either view.
+Row = SideRow | UnifiedRow
 
 
 def _lines(text: str) -> list[str]:
@@ -222,12 +225,12 @@ def unified(old: str, new: str) -> list[UnifiedRow]:
     return rows
 
 
-def collapse(rows: Sequence[SideRow] | Sequence[UnifiedRow], context: int = CONTEXT_LINES) -> list[Any]:
+def collapse(rows: Sequence[SideRow] | Sequence[UnifiedRow], context: int = CONTEXT_LINES) -> list[Row]:
     """The rows with every unchanged run longer than 2 × context (plus one)
     cut down to `context` lines on each side of a change, the rest replaced
     by one "skip" row saying how many lines it hides."""
-    out: list[Any] = []
-    run: list[Any] = []
+    out: list[Row] = []
+    run: list[Row] = []
 
     def flush(at_start: bool, at_end: bool) -> None:
         keep_head = 0 if at_start else context
@@ -256,7 +259,7 @@ def collapse(rows: Sequence[SideRow] | Sequence[UnifiedRow], context: int = CONT
     return out
 
 
-def _skip_row(first: object, count: int) -> SideRow | UnifiedRow:
+def _skip_row(first: Row, count: int) -> Row:
     if isinstance(first, SideRow):
         return SideRow("skip", None, (), None, (), skipped=count)
     return UnifiedRow("…", None, None, (), skipped=count)
@@ -272,7 +275,7 @@ class DiffView:
     how many rows the whole diff has, how many unchanged lines are hidden
     and how many change blocks there are to step through."""
 
-    rows: list[Any]
+    rows: list[Row]
     total: int
     hidden: int
     changes: int
@@ -291,7 +294,7 @@ def present(old: str, new: str, *, unified_view: bool = False, whole: bool = Fal
     unchanged runs collapsed to `context` lines unless `whole`."""
     full: Sequence[SideRow] | Sequence[UnifiedRow] = unified(old, new) if unified_view else side_by_side(old, new)
     collapsed = collapse(full, context)
-    rows: list[Any] = list(full) if whole else collapsed
+    rows: list[Row] = list(full) if whole else collapsed
     return DiffView(
         rows=rows,
         total=len(full),

@@ -1,4 +1,6 @@
-"""One Django Form per console POST action.
+"""One Django Form per console POST action (and for the GET forms whose
+values a view passes on: the context preview, the audit filters and the
+subject export).
 
 A form only reads the request into typed values (what a field is called,
 whether it is stripped, how JSON is parsed); every rule about the values
@@ -17,7 +19,7 @@ from typing import TypeVar
 from django import forms
 
 from memoryhub import errors
-from memoryhub.services import POLICY_FIELDS
+from memoryhub.services import POLICY_FIELDS, WORKSPACE_SETTINGS
 
 F = TypeVar("F", bound=forms.Form)
 
@@ -169,6 +171,12 @@ class ActionForm(forms.Form):
     def value(self, name: str) -> str:
         return str(self.cleaned_data[name])
 
+    def shown(self) -> dict[str, str]:
+        """What the page shows again next to an error: the cleaned values,
+        or what was sent when the form itself is not valid."""
+        data = self.cleaned_data if self.is_valid() else self.data
+        return {name: str(data.get(name, "")) for name in self.text_fields}
+
 
 class DecisionForm(ActionForm):
     """`proposals/<pk>/`: approve, reject, withdraw, edit, rebase, claim or
@@ -215,3 +223,151 @@ class ChangeDecisionForm(ActionForm):
     """`changes/`: approve, reject or withdraw one change."""
 
     text_fields = ("change", "action", "comment")
+
+
+# --- the admin pages and the compliance page -----------------------------------------------------
+
+
+class CreateAgentForm(ActionForm):
+    """`agents/`: create an agent in a workspace where the user is an admin."""
+
+    text_fields = ("slug", "name", "workspace", "strategy", "write_policy", "backend")
+
+    @property
+    def workspace_id(self) -> int:
+        # Not a number names no workspace: the view refuses it like one the user does not administer.
+        return _int_or_none(self.cleaned_data["workspace"]) or 0
+
+
+class WorkspaceSettingsForm(forms.Form):
+    """`workspaces/<slug>/settings/`: the settings the page sent (values as
+    typed; services.update_workspace parses each) and why."""
+
+    reason = _text(strip=True)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for field in WORKSPACE_SETTINGS:
+            self.fields[field] = _text()
+
+    @property
+    def typed(self) -> dict[str, str]:
+        """Each setting the form carried; one it left out stays as it is."""
+        return {field: str(self.cleaned_data[field]) for field in WORKSPACE_SETTINGS if field in self.data}
+
+    @property
+    def reason_value(self) -> str:
+        return str(self.cleaned_data["reason"])
+
+    def shown(self) -> dict[str, str]:
+        """What the page shows again next to an error."""
+        if self.is_valid():
+            return {**self.typed, "reason": self.reason_value}
+        return {field: str(self.data[field]) for field in [*WORKSPACE_SETTINGS, "reason"] if field in self.data}
+
+
+class QueryForm(forms.Form):
+    """A page's GET parameters. A page answers whatever it is given (an
+    unknown version shows the latest, a bad user is the service's 404), so
+    these forms refuse nothing: `value(name)` is the cleaned text, or what
+    was sent when it is not valid text."""
+
+    def value(self, name: str) -> str:
+        data = self.cleaned_data if self.is_valid() else self.data
+        return str(data.get(name, ""))
+
+    def number(self, name: str) -> int | None:
+        return _int_or_none(self.value(name)) if self.value(name) else None
+
+
+class DiffQueryForm(QueryForm):
+    """`?view=unified` and `?context=all` on a page with a diff."""
+
+    view = _text()
+    context = _text()
+
+    @property
+    def unified_view(self) -> bool:
+        return self.value("view") == "unified"
+
+    @property
+    def whole(self) -> bool:
+        return self.value("context") == "all"
+
+
+class FileQueryForm(DiffQueryForm):
+    """A file's history or blame: whose file (`user`), which versions to
+    compare (`a`, `b`) and which rollback to confirm."""
+
+    user = _text()
+    a = _text()
+    b = _text()
+    rollback = _text()
+
+
+class PreviewForm(QueryForm):
+    """`agents/<slug>/preview/` (GET): whose context, by which strategy
+    (empty: the agent's own)."""
+
+    user = _text(strip=True)
+    strategy = _text()
+
+
+class SubjectExportForm(ActionForm):
+    """`compliance/export/` (GET): one end user's data, in one workspace or all of the user's."""
+
+    text_fields = ("user", "workspace")
+
+
+class ErasureRequestForm(ActionForm):
+    """`compliance/erasure/`: request an erasure, which a second admin approves."""
+
+    text_fields = ("user", "workspace", "reason")
+
+
+class RetentionForm(ActionForm):
+    """`compliance/retention/`: set one workspace's log retention."""
+
+    text_fields = ("workspace", "days", "reason")
+
+
+# The audit filters, in the order their problems are named (the first one
+# is the `field` of the export's refusal).
+AUDIT_FILTERS = ("action", "agent", "actor", "user", "q", "date_from", "date_to")
+AUDIT_FORMATS = ("csv", "json")
+
+
+class AuditFilterForm(forms.Form):
+    """`audit/` (GET): the filters as stripped text, and the export format.
+    Nothing here refuses the page: a value that is not one is a problem the
+    view names and ignores."""
+
+    format = _text()
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        for name in AUDIT_FILTERS:
+            self.fields[name] = _text(strip=True)
+
+    def clean_format(self) -> str:
+        fmt = str(self.cleaned_data["format"])
+        if fmt and fmt not in AUDIT_FORMATS:
+            raise forms.ValidationError(f"format must be csv or json; {fmt[:20]!r} was ignored.")
+        return fmt
+
+    def filters(self) -> dict[str, str]:
+        """Each filter's value; one that is not valid text is empty."""
+        self.is_valid()
+        return {name: str(self.cleaned_data.get(name, "")) for name in AUDIT_FILTERS}
+
+    @property
+    def fmt(self) -> str:
+        """The export format asked for ("" for the page)."""
+        self.is_valid()
+        return str(self.cleaned_data.get("format", ""))
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(parameter, message) for each value the form could not read."""
+        self.is_valid()
+        return [(name, " ".join(str(m) for m in self.errors[name])) for name in ("format", *AUDIT_FILTERS)
+                if name in self.errors]

@@ -126,7 +126,7 @@ def get_item(mapping: object, key: object) -> object:
 @register.filter
 def duration_words(value: object) -> str:
     """A timedelta as "3 h 20 min" / "2 d 4 h" / "45 min" (dashboards: short, exact enough)."""
-    seconds = int(value.total_seconds()) if hasattr(value, "total_seconds") else 0
+    seconds = int(value.total_seconds()) if isinstance(value, timedelta) else 0
     days, rest = divmod(max(seconds, 0), 86400)
     hours, rest = divmod(rest, 3600)
     minutes = rest // 60

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
+from django.template.context import Context
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -14,5 +13,5 @@ register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
-def once_token(context: dict[str, Any]) -> SafeString:
+def once_token(context: Context) -> SafeString:
     return format_html('<input type="hidden" name="{}" value="{}">', once.FIELD, once.issue(context["request"]))

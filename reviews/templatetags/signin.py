@@ -3,9 +3,8 @@ Connect is configured."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
+from django.template.context import Context
 
 from reviews import oidc
 
@@ -13,7 +12,7 @@ register = template.Library()
 
 
 @register.inclusion_tag("registration/_oidc_button.html", takes_context=True)
-def oidc_button(context: dict[str, Any]) -> dict[str, object]:
+def oidc_button(context: Context) -> dict[str, object]:
     request = context.get("request")
     failed = bool(request is not None and request.GET.get("sso") == "failed")
     return {"enabled": oidc.enabled(), "failed": failed, "next": context.get("next", "")}

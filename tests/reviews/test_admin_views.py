@@ -225,6 +225,16 @@ def test_an_htmx_create_redirects_the_client_and_errors_render_inline(agent, adm
     assert Agent.objects.filter(slug__in=["writer"]).count() == 1
 
 
+
+def test_a_create_form_with_a_nul_is_a_400_inline_with_what_was_typed(agent, admin):
+    response = login(admin).post("/agents/", {"slug": "writer", "name": "Wri\x00ter", "workspace": agent.workspace_id,
+                                              "strategy": "full", "write_policy": "review", "backend": "heuristic"})
+    body = response.content.decode()
+    assert response.status_code == 400 and "Null characters are not allowed." in body
+    assert 'value="writer"' in body  # the slug typed, shown again
+    assert not Agent.objects.filter(slug="writer").exists()
+
+
 # --- persona ---------------------------------------------------------------------------------
 
 

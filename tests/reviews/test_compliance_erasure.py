@@ -80,6 +80,18 @@ def test_another_workspace_is_a_404_and_a_missing_reason_a_400(agent):
     assert not Change.objects.exists()
 
 
+
+def test_a_nul_in_an_erasure_or_retention_form_is_a_400(agent):
+    client = _client(staff(agent.workspace, Role.ADMIN))
+    erasure = client.post("/compliance/erasure/", {"user": "carol-77", "workspace": agent.workspace.slug,
+                                                   "reason": "asked\x00"})
+    assert erasure.status_code == 400 and "Null characters are not allowed." in erasure.content.decode()
+    retention = client.post("/compliance/retention/", {"workspace": agent.workspace.slug + "\x00", "days": "30",
+                                                       "reason": "policy"})
+    assert retention.status_code == 400 and "Null characters are not allowed." in retention.content.decode()
+    assert not Change.objects.exists()
+
+
 def test_retention_shows_progress_and_is_set_by_admins(agent):
     admin = staff(agent.workspace, Role.ADMIN)
     client = _client(admin)

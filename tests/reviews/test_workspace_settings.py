@@ -142,6 +142,17 @@ def test_a_missing_reason_is_refused(workspace: Workspace) -> None:
     assert workspace.sla_hours == 24
 
 
+
+@pytest.mark.parametrize("field", ["reason", "name"])
+def test_a_nul_in_the_form_is_a_400_and_changes_nothing(workspace: Workspace, field: str) -> None:
+    admin = staff(workspace, Role.ADMIN)
+    response = signed_in(admin).post(url(workspace), form(workspace, admin, sla_hours="6", **{field: "a\x00b"}))
+    assert response.status_code == 400
+    assert "Null characters are not allowed." in response.content.decode()
+    workspace.refresh_from_db()
+    assert workspace.sla_hours == 24 and not Change.objects.exists()
+
+
 @pytest.mark.parametrize("role", [Role.REVIEWER, Role.AUDITOR])
 def test_reviewers_and_auditors_see_it_read_only_and_may_not_post(workspace: Workspace, role: str) -> None:
     user = staff(workspace, role)

@@ -16,12 +16,10 @@ that show it carry `hx-disable`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -29,6 +27,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memoryhub import errors, policy, selectors, services
 from memoryhub.models import AuditEvent, Workspace
+from reviews import forms
+from reviews.http import HtmxHttpRequest
 
 RECORD_ACTIONS = ("subject.export", "subject.refused", "subject.erase", "agent.export", "agent.import",
                   "retention.redact")
@@ -36,7 +36,7 @@ RECORD_ROWS = 50
 ERASURE_ROWS = 50
 
 
-def _workspaces(request: HttpRequest) -> list[Workspace]:
+def _workspaces(request: HtmxHttpRequest) -> list[Workspace]:
     """Workspaces where the user may export subjects; none is a 403."""
     ids = services.workspace_ids_for(request.user, services.EXPORT_ROLES)
     if not ids:
@@ -44,11 +44,11 @@ def _workspaces(request: HttpRequest) -> list[Workspace]:
     return list(Workspace.objects.filter(pk__in=ids).order_by("slug"))
 
 
-def _export_context(workspaces: list[Workspace], form: dict[str, str], error: str = "") -> dict[str, Any]:
+def _export_context(workspaces: list[Workspace], form: dict[str, str], error: str = "") -> dict[str, object]:
     return {"export_workspaces": workspaces, "export_form": form, "export_error": error}
 
 
-def _record_context(workspaces: list[Workspace]) -> dict[str, Any]:
+def _record_context(workspaces: list[Workspace]) -> dict[str, object]:
     events = (
         AuditEvent.objects.filter(workspace__in=workspaces, action__in=RECORD_ACTIONS)
         .select_related("workspace", "actor_user", "actor_agent", "agent")
@@ -57,8 +57,8 @@ def _record_context(workspaces: list[Workspace]) -> dict[str, Any]:
     return {"record": list(events)}
 
 
-def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: dict[str, str],
-                     error: str = "") -> dict[str, Any]:
+def _erasure_context(request: HtmxHttpRequest, workspaces: list[Workspace], form: dict[str, str],
+                     error: str = "") -> dict[str, object]:
     ids = [ws.pk for ws in workspaces]
     admin_of = [ws for ws in workspaces if ws.pk in set(services.workspace_ids_for(request.user,
                                                                                    services.ERASE_ROLES))]
@@ -77,7 +77,7 @@ def _erasure_context(request: HttpRequest, workspaces: list[Workspace], form: di
     }
 
 
-def _page(request: HttpRequest, workspaces: list[Workspace], *, form: dict[str, str] | None = None,
+def _page(request: HtmxHttpRequest, workspaces: list[Workspace], *, form: dict[str, str] | None = None,
           error: str = "", status: int = 200, erasure_form: dict[str, str] | None = None,
           erasure_error: str = "", retention_error: str = "") -> TemplateResponse:
     context = {
@@ -92,23 +92,24 @@ def _page(request: HttpRequest, workspaces: list[Workspace], *, form: dict[str, 
 
 @login_required
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: HtmxHttpRequest) -> HttpResponse:
     return _page(request, _workspaces(request))
 
 
 @login_required
 @require_GET
-def subject_export(request: HttpRequest) -> HttpResponseBase:
+def subject_export(request: HtmxHttpRequest) -> HttpResponseBase:
     """The export form's target: the JSON file, or the page with the error."""
     workspaces = _workspaces(request)
-    form = {"user": request.GET.get("user", ""), "workspace": request.GET.get("workspace", "")}
+    form = forms.SubjectExportForm(request.GET)
     try:
-        export = services.export_subject(actor=request.user, user_ref=form["user"],
-                                         workspace=form["workspace"] or None)
+        forms.valid(form)
+        export = services.export_subject(actor=request.user, user_ref=form.value("user"),
+                                         workspace=form.value("workspace") or None)
     except errors.PermissionDenied as exc:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:
-        return _page(request, workspaces, form=form, error=exc.detail, status=exc.status)
+        return _page(request, workspaces, form=form.shown(), error=exc.detail, status=exc.status)
     response = StreamingHttpResponse(export.chunks, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
     response["Cache-Control"] = "no-store"
@@ -117,19 +118,20 @@ def subject_export(request: HttpRequest) -> HttpResponseBase:
 
 @login_required
 @require_POST
-def subject_erasure(request: HttpRequest) -> HttpResponseBase:
+def subject_erasure(request: HtmxHttpRequest) -> HttpResponseBase:
     """The erasure form's target: a pending change, then back to the page
     (its pending list links to the Changes page, where a second admin
     decides). A wrong role is a 403; another workspace a 404 on the page."""
     workspaces = _workspaces(request)
-    form = {key: request.POST.get(key, "") for key in ("user", "workspace", "reason")}
+    form = forms.ErasureRequestForm(request.POST)
     try:
-        change = services.request_erasure(actor=request.user, user_ref=form["user"], reason=form["reason"],
-                                          workspace=form["workspace"] or None)
+        forms.valid(form)
+        change = services.request_erasure(actor=request.user, user_ref=form.value("user"),
+                                          reason=form.value("reason"), workspace=form.value("workspace") or None)
     except errors.PermissionDenied as exc:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:
-        return _page(request, workspaces, erasure_form=form, erasure_error=exc.detail, status=exc.status)
+        return _page(request, workspaces, erasure_form=form.shown(), erasure_error=exc.detail, status=exc.status)
     would = ", ".join(f"{count} {label}" for label, count in services.count_lines(change.payload.get("counts", {})))
     messages.success(request, f"Erasure requested as change #{change.pk}; it would erase {would}. Another admin of "
                               f"{change.workspace.slug} approves it on the Changes page (the counts are taken again "
@@ -139,18 +141,22 @@ def subject_erasure(request: HttpRequest) -> HttpResponseBase:
 
 @login_required
 @require_POST
-def retention_setting(request: HttpRequest) -> HttpResponseBase:
+def retention_setting(request: HtmxHttpRequest) -> HttpResponseBase:
     """Set a workspace's log retention: applied at once when it keeps logs
     longer, a pending change for a second admin when it shortens it."""
     workspaces = _workspaces(request)
-    slug = request.POST.get("workspace", "")
-    workspace = next((ws for ws in workspaces if ws.slug == slug), None)
+    form = forms.RetentionForm(request.POST)
+    try:
+        forms.valid(form)
+    except errors.Invalid as exc:
+        return _page(request, workspaces, retention_error=exc.detail, status=exc.status)
+    workspace = next((ws for ws in workspaces if ws.slug == form.value("workspace")), None)
     if workspace is None:
         return _page(request, workspaces, retention_error="There is no such workspace among yours.", status=404)
     try:
         update = services.update_workspace(workspace=workspace, actor=request.user,
-                                           settings={"log_retention_days": request.POST.get("days", "")},
-                                           reason=request.POST.get("reason", ""))
+                                           settings={"log_retention_days": form.value("days")},
+                                           reason=form.value("reason"))
     except errors.PermissionDenied as exc:
         raise PermissionDenied(exc.detail) from exc
     except errors.DomainError as exc:
