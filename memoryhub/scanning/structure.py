@@ -53,7 +53,8 @@ _DROP_STEMS = (
     "ignor disregard forget forgot overrid overwrit bypass circumvent disabl abandon discard ditch set put throw "
     "deactivat remov lift suspend break escap violat defy disobey stop quit ceas neglect skip unlearn erase "
     "missacht vergiss vergess verwirf uberschreib umgeh deaktivier olvid descart omit anul desobedec oubli outrepass "
-    "contourn annul desactiv haz pasa ne fais modif reprogram alter rewrit"
+    "contourn annul desactiv haz pasa ne fais modif reprogram alter rewrit "
+    "игнорир забуд забыв отбрось пренебрег обойд отключ تجاهل انس تخط"
 )
 _DROP_CJK = (
     "忽略", "无视", "忘记", "忘掉", "不要理会", "别管", "丢弃", "抛弃",
@@ -67,7 +68,7 @@ _DROP = (
     r"|neglect\w*|skip(?:ping)?|unlearn\w*|erase|missacht\w*|vergiss|vergessen?|verwirf|uberschreib\w*|umgeh\w*"
     r"|deaktivier\w*|olvid\w*|descart\w*|omit\w*|anul\w*|desobedec\w*|oubli\w*|outrepass\w*|contourn\w*|annul\w*"
     r"|desactiv\w*|ignorier\w*|modif(?:y|ying|ied)|reprogram\w*|alter(?:ing)?|rewrit\w*|haz\s+caso\s+omiso|pasa\s+por\s+alto|ne\s+(?:tiens|tenez)\s+(?:pas|plus)\s+compte"
-    r"|fais\s+abstraction"
+    r"|fais\s+abstraction|игнорир\w*|забуд\w*|забыв\w*|отбрось|пренебрег\w*|обойд\w*|отключ\w*|تجاهل|انس[ىي]?|تخط[ىي]?"
     r"|忽略|无视|忘记|忘掉|不要理会|别管|丢弃|抛弃|跳过|绕过|覆盖|不用管|不必遵守|违反|摆脱)"
 )
 # What an override acts on.
@@ -78,7 +79,8 @@ _TARGET = re.compile(
     r"|orders|commands|content\s+policy|everything|anything|alles|todo|tout"
     r"|anweisung\w*|instruktion\w*|regeln|vorgaben|richtlinien|befehle|einschrankungen|programmierung"
     r"|instrucciones|indicaciones|reglas|normas|directrices|ordenes|restricciones|filtros|politicas"
-    r"|consignes|regles|filtres|politiques?)\b"
+    r"|consignes|regles|filtres|politiques?|инструкци\w*|правил\w*|ограничени\w*|указани\w*|промпт\w*|фильтр\w*"
+    r"|التعليمات|تعليمات|القواعد|القيود|الإرشادات)\b"
     r"|指令|指示|规则|提示词?|命令|要求|设定|限制|约束|规定|准则|说明|内容"
 )
 # What makes a target the agent's own, or the prior turn's.
@@ -88,7 +90,9 @@ _QUALIFIER = re.compile(
     r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had)"
     r"|dein\w*|ihre[nms]?|alle[nms]?|bisherig\w*|vorherig\w*|vorig\w*|fruher\w*|obig\w*|ursprunglich\w*|system\w*"
     r"|bisher|tus|sus|todas?|todos|anteriores|previas|originales|iniciales|del\s+sistema|de\s+arriba|que\s+te"
-    r"|tes|vos|toutes|tous|precedentes|anterieures|initiales|du\s+systeme|ta|ton|votre|ci-dessus)\b"
+    r"|tes|vos|toutes|tous|precedentes|anterieures|initiales|du\s+systeme|ta|ton|votre|ci-dessus"
+    # Russian ("все" reads "bce" once its look-alike letters are folded), Arabic.
+    r"|предыдущ\w*|прежн\w*|сво\w*|тво\w*|системн\w*|bce|всех|любы\w*|السابقة|كل|جميع)\b"
     r"|之前|以前|先前|上面|上述|以上|前面|原来|原有|原始|所有|全部|你的|系统|一切|任何|给你的|开发者"
 )
 # "… no longer apply", "… are void": a target declared dead.
@@ -114,7 +118,8 @@ _UNBOUND_STEMS = "no not never isn aren won free freed released liberated unboun
 _SHOW_STEMS = (
     "reveal print show output display repeat recite dump leak share tell give send write spell copy paste list "
     "expose disclose return echo read translate summari summariz paraphras provid type reproduc what encod convert "
-    "rewrit quot restat recount reply replies respond answer zeig gib nenn "
+    "rewrit quot restat recount reply replies respond answer zeig gib nenn выведи покажи раскрой повтори напиши "
+    "أظهر اكشف اعرض "
     "verrat wiederhol druck schreib kopier teil offenbar muestr revel dime imprim repit ensen compart escrib copi "
     "dame affich montr dis donn repet ecri partag communiqu"
 )
@@ -130,7 +135,8 @@ _SHOW = (
     r"|quot(?:e|ing)|restat\w*|recount\w*|(?:reply|replies|respond|answer)(?=[^.!?\n]{0,40}?\bwith\b)"
     r"|zeig\w*|gib|nenn\w*|verrat\w*|wiederhol\w*|druck\w*|schreib\w*|kopier\w*|teil\w*|offenbar\w*"
     r"|muestr\w*|revel\w*|dime|imprim\w*|repit\w*|ensen\w*|compart\w*|escrib\w*|copi\w*|dame"
-    r"|affich\w*|montr\w*|dis-moi|donn\w*|repet\w*|ecri\w*|partag\w*|communiqu\w*"
+    r"|affich\w*|montr\w*|dis-moi|donn\w*|repet\w*|ecri\w*|partag\w*|communiqu\w*|выведи|покажи|раскрой|повтори"
+    r"|напиши|أظهر|اكشف|اعرض"
     r"|告诉我|显示|输出|打印|泄露|透露|重复|展示|给我看|发给我|复述|列出|说出|你的|把|将)"
 )
 # What a disclosure asks for.
@@ -149,14 +155,15 @@ _PROMPT_OBJECT = re.compile(
     r"|(?:text|words|messages?|content)\s+(?:that\s+)?(?:came|come|was\s+sent|were\s+sent|appeared)\s+before"
     r"|(?:last|previous|earlier|private|hidden)\s+(?:\w+\s+)?(?:repl(?:y|ies)|answers?|responses?)"
     r"|prompt\s+del\s+sistema|mensaje\s+del\s+sistema|instrucciones|configuracion|prompt\s+systeme|message\s+systeme"
-    r"|consignes)\b"
+    r"|consignes|системн\w*\s+(?:промпт|инструкци|сообщени)\w*|промпт\w*|инструкци\w*|موجه\s+النظام|تعليمات\s+النظام)\b"
     r"|系统提示词?|系统指令|系统消息|隐藏指令|初始指令|原始指令|提示词|全部指令|内部指令|设定"
 )
 _PROMPT_QUALIFIER = re.compile(
     r"\b(?:your|system|initial|first|original|hidden|secret|internal|previous|prior|above|earlier|preceding"
     r"|underlying|verbatim|before|so\s+far|you\s+(?:were|have\s+been|got|received)|at\s+the\s+(?:start|beginning"
     r"|top)|dein\w*|ihre[nms]?|tus|tu|tes|ton|vos|votre|del\s+sistema|du\s+systeme|systeme|ocultas|secretas"
-    r"|originales|iniciales|internas|cachees|secretes|initiales|internes)\b|你的?|系统|隐藏|初始|原始|内部|全部"
+    r"|originales|iniciales|internas|cachees|secretes|initiales|internes|сво\w*|тво\w*|скрыт\w*|الخاص\s+بك)\b"
+    r"|你的?|系统|隐藏|初始|原始|内部|全部"
 )
 # "what were you told before this conversation".
 _TOLD = (
@@ -516,7 +523,8 @@ _VOID_PHRASE = phrase(_TARGET_STEMS, _TARGET.pattern, "declare the agent's instr
 _TARGET_WORDS = frozenset(
     (_TARGET_STEMS + " instructed orders commands ethic moral morals morality principles safeguard censorship "
      "boundar protocol conditioning everything anything alles todo tout instruktion befehle "
-     "einschrankungen programmierung indicaciones ordenes restricciones filtros politicas filtres politique").split()
+     "einschrankungen programmierung indicaciones ordenes restricciones filtros politicas filtres politique "
+     "инструкци правил ограничени указани промпт фильтр التعليمات تعليمات القواعد القيود الإرشادات").split()
 )
 # The rarer words of every disclosure object ("the text above" holds
 # "text" and "above"): common words would make the lookup cost more than
@@ -527,7 +535,7 @@ _OBJECT_WORDS = frozenset(
         "system", "developer", "text", "words", "message", "messages", "everything", "conversation", "soul",
         "memory", "context", "above", "preceding", "systemprompt", "systemanweisungen", "systemnachricht",
         "anweisungen", "konfiguration", "mensaje", "instrucciones", "configuracion", "consignes", "preamble",
-        "direction", "beginning", "repl", "answer", "respons",
+        "direction", "beginning", "repl", "answer", "respons", "промпт", "инструкци", "системн", "موجه", "تعليمات",
     )
 )
 register_stems(_TARGET_WORDS | _OBJECT_WORDS)
@@ -669,6 +677,16 @@ def _misspelt_target(window: str) -> re.Match[str] | None:
 
 
 _PRIOR_WORDS = frozenset(("previous", "prior", "earlier", "initial", "original"))
+# Verb-final languages put the action after its target: Turkish "önceki
+# tüm talimatları unut" (the previous all instructions forget), "önceki
+# talimatlar iptal" (the previous instructions void).
+_VERB_FINAL = phrase(
+    "onceki yukaridaki tum butun sistem gizli",
+    r"(?:onceki|yukaridaki|tum|butun|sistem|gizli)\s+(?:\w+\s+){0,2}?(?P<target>(?:talimat|kural|kisitlama|mesaj|komut"
+    r"|filtre|politika|yonerge|istem)\w*)\s+(?:\w+\s+)?(?P<action>unut\w*|yok\s+say\w*|gormezden\s+gel\w*|atla\w*"
+    r"|iptal\w*|gecersiz\s+kil\w*|kaldir\w*|devre\s+disi\w*)",
+    "override the agent's instructions",
+)
 register_stems(_PRIOR_WORDS)
 
 
@@ -678,6 +696,9 @@ def _overrides(view: Views) -> list[Directive]:
     # An action counts only with a target after it: where the targets are
     # comes from the word index, so a text that repeats "ignore" thousands of
     # times costs a lookup per repetition, not a search.
+    for match in _VERB_FINAL.matches(view):
+        found.append(_directive(view, "override", match.group("action"), match.group("target"), match.start(),
+                                match.end()))  # fmt: skip
     targets = _starts(view, _TARGET_WORDS)
     # A misspelt target is not in the word index: where the agent's prior
     # turn is named ("your previous …"), the action is read anyway.
@@ -780,7 +801,8 @@ _DEIXIS = re.compile(r"(?:above|before\s+(?:this|that|these)|so\s+far|preceding|
 # "above" or "before this" used as a preposition: "the text above the table".
 _PREPOSITION = re.compile(r"\s+(?:the|a|an|each|every|my|his|her|its|their|them|it|that\s+\w+|this\s+(?!message|line"
                           r"|prompt|point|conversation|chat|request|question|one)\w+)\b")
-_SELF_OWNED = ("system", "soul", "memory", "context", "this entire", "this whole", "the entire", "the whole",
+_SELF_OWNED = ("system", "системн", "موجه النظام", "تعليمات النظام", "soul", "memory", "context", "this entire",
+               "this whole", "the entire", "the whole",
                "系统", "隐藏", "初始", "原始", "全部", "内部")  # fmt: skip
 
 

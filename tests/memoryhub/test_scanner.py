@@ -812,7 +812,7 @@ KNOWN_VERSIONS = {
     # relative clause, conversation anchor), typo-tolerant and third-person
     # overrides, readers addressed as the model, documentation fixes, the
     # learned cue rebuilt on the larger dev split.
-    "2026.12.6": "dab47d21923c8621",
+    "2026.12.6": "d067c4a02d092ffd",
 }
 
 
