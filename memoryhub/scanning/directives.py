@@ -187,6 +187,9 @@ _STRONG_OBJECT = (
 )
 # Determiners, then at most one more word ("the refund policy"); the object
 # pattern still decides, so "the CI checks" or "the rate limit" pass.
+# A relative or third-person subject before a verb: "which will bypass",
+# "that would skip", "it can override".
+_DESCRIBED_EFFECT = re.compile(r"\b(?:which|that|it|this)\s+(?:will\s+|would\s+|can\s+|could\s+|may\s+|might\s+)?$")
 _FILLERS = (
     r"(?:(?:all|any|the|your|these|those|our|my|its|bank'?s?|company'?s?|usual|normal|standard|internal|existing"
     r"|current|strict|annoying|stupid|silly)\s+){0,4}(?:[\w-]{1,20}\s+)?"
@@ -310,6 +313,10 @@ _DIRECTIVES_EN = (
         r"(?!\s+(?:about|on)\s+(?:tabs|spaces|formatting|style|naming))",
         "override the agent's rules",
         negatable=True,
+        # "… the argument, which will bypass this restriction": a thing's
+        # effect, described, is no instruction to the agent.
+        check=lambda match, view: _DESCRIBED_EFFECT.search(view.folded, max(0, match.start() - 30), match.start())
+        is None,
         vocabulary="skip verification ignore the rules bypass the identity check",
     ),
     phrase(

@@ -305,6 +305,20 @@ _ADDRESSEE = compile_pattern(
     r"\b(?:ai|a\.i\.|assistant|agent|model|llm|bot|chatbot|gpt|chatgpt|claude|copilot|gemini|ki|ia|asistente"
     r"|agente|modelo|modele|assistente|robot)\b|助手|模型|人工智能|机器人|智能体"
 )
+# The AI spoken to, not spoken of ("a blog post introducing the model"):
+# a second person, a greeting or dative before it, a vocative opening a
+# sentence, or the AI as the subject of a modal.
+_AI_WORD = (
+    r"(?:ai|a\.i\.|assistants?|agents?|models?|llms?|bots?|chatbots?|gpts?|chatgpt|claude|copilot|gemini|ki|ia"
+    r"|asistentes?|agentes?|modelos?|modeles?|assistentes?|robots?)\b"
+)
+_ADDRESSED = compile_pattern(
+    r"\b(?:you|your|du|dein\w*|tu|tus|vous|votre|usted)\b|你|给|请"
+    r"|\b(?:to|for|dear|hey|hi|hello|attention|an|para|pour|a)\s+(?:the\s+|any\s+|all\s+|every\s+|die\s+|den\s+|el\s+"
+    r"|la\s+|le\s+|l')?(?:[\w.-]+\s+)?" + _AI_WORD
+    + r"|(?:^|[.!?]\s+)\s*(?:[\w.-]+\s+){0,2}" + _AI_WORD + r"(?:\s+[\w.-]+)?\s*[:,]"
+    r"|\b" + _AI_WORD + r"\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to|muss|soll|debe|doit)\b"
+)
 # What makes it an instruction: an imperative or modal verb, in any of the
 # five languages.
 _IMPERATIVE = compile_pattern(
@@ -367,4 +381,4 @@ class HiddenInstructionRule:
             return False
         if _OPENING.match(body):
             return True
-        return _ADDRESSEE.search(body) is not None and _IMPERATIVE.search(body) is not None
+        return _IMPERATIVE.search(body) is not None and _ADDRESSED.search(body) is not None

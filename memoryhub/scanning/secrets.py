@@ -73,6 +73,27 @@ class SecretMatch:
     detail: str
 
 
+# Tokens published as documentation's examples, signed with keys printed
+# beside them: they open nothing, and every tutorial copies them. Only
+# these exact strings; card numbers get no such table (the team's tests
+# and a reviewer alike read "4111 1111 1111 1111" as a card someone typed).
+PUBLIC_EXAMPLE_JWTS = frozenset(
+    (
+        # jwt.io's debugger default ({"sub": "1234567890", "name": "John Doe"}, key "your-256-bit-secret").
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIy"
+        "fQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        # PyJWT's README ({"some": "payload"}, key "secret").
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzb21lIjoicGF5bG9hZCJ9.4twFt5NiznN84AWoo1d7KO1T_yoc0Z6XOpOVswacPZg",
+    )
+)
+
+
+
+
+def _published_example(normalized: str, match: SecretMatch) -> bool:
+    return normalized[match.value_start : match.value_end].strip("\"'` ") in PUBLIC_EXAMPLE_JWTS
+
+
 class SecretRule:
     """A rule whose every match can be redacted. `matches` yields them in
     any order over the normalised text; `find` reports the earliest."""
@@ -84,7 +105,8 @@ class SecretRule:
         raise NotImplementedError
 
     def find(self, raw: str, normalized: str) -> Finding | None:
-        first = min(self.matches(normalized), key=lambda m: (m.start, m.end), default=None)
+        found = (m for m in self.matches(normalized) if not _published_example(normalized, m))
+        first = min(found, key=lambda m: (m.start, m.end), default=None)
         if first is None:
             return None
         return Finding(rule=self.name, category=self.category, detail=first.detail, start=first.start, end=first.end)
@@ -540,6 +562,7 @@ PLACEHOLDER = compile_pattern(
     r"[<\[({].*[>\])}]|[*x•.#_-]+|\$\{?\w+\}?|\$\(.*|%\(?\w+\)?s?"
     r"|redacted|hidden|removed|omitted|masked|censored|placeholder|none|null|nil|undefined|empty|unset"
     r"|true|false|yes|no|required|optional|changeme|change[_-]?me|replace[_-]?me|example|sample|dummy|string"
+    r"|(?:mock|fake|dummy)(?:[_-]\w+)?"
     r"|secret|password|token|your[_-].*|.*[_-]here|(?:env|vault|op|ssm|secrets?):.*"
     r"|(?:os\.environ|os\.getenv|getenv|environ|process\.env|import\.meta\.env|env|settings|config|secrets|vars"
     r"|ENV)\b.*"
@@ -919,6 +942,11 @@ def _disclosed_value(match: re.Match[str], view: Views) -> tuple[int, int] | Non
     group = "quoted" if match.group("quoted") is not None else "value"
     start, end = view.span(*match.span(group))
     text = view.normalized
+    # A command-line option ("--password-file, --files-from") names a
+    # setting; it gives no value away.
+    opening = view.span(match.start(), match.end())[0]
+    if text[max(0, opening - 1) : opening] == "-":
+        return None
     value = text[start:end]
     if PLACEHOLDER.fullmatch(value.rstrip(".,;:!?")):
         return None
@@ -996,6 +1024,7 @@ def secret_spans(rules: Iterable[SecretRule], normalized: str) -> list[tuple[int
         (match.value_start, order, match.value_end, rule.name)
         for order, rule in enumerate(rules)
         for match in rule.matches(normalized)
+        if not _published_example(normalized, match)
     )
     merged: list[tuple[int, int, str]] = []
     for start, _order, end, name in spans:

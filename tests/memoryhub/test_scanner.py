@@ -808,6 +808,11 @@ KNOWN_VERSIONS = {
     # Issue 19, second pass: the learned cue (wordllama embeddings, weights
     # built from the dev split), structural disclosure and persona cues.
     "2026.12.5": "a5f4fbf475385261",
+    # Issue 19, third pass: whose a disclosure's object is (possessive,
+    # relative clause, conversation anchor), typo-tolerant and third-person
+    # overrides, readers addressed as the model, documentation fixes, the
+    # learned cue rebuilt on the larger dev split.
+    "2026.12.6": "d067c4a02d092ffd",
 }
 
 

@@ -31,11 +31,11 @@ MAX_FLAGGED = 0.02
 # instead, so it cannot silently fall further. docs/scanner.md says which
 # targets are not met and why. (Rates as measured with rules 2026.12.5.)
 SHORT_OF_TARGET = {
-    ("heldout", "persona"): 0.87,  # 75/86: argument-style jailbreaks with no persona cue
-    ("heldout", "sysprompt"): 0.72,  # 16/22
+    ("heldout", "persona"): 0.88,  # 92/104 (rules 2026.12.6, with promptfoo and giskard added)
+    ("heldout", "sysprompt"): 0.60,  # 18/30 (deepteam and promptfoo added; their first run was 20/30 with 2026.12.5)
 }
 FLAGGED_SHORT_OF_TARGET = {
-    ("heldout", "prose"): 0.056,  # 8/143: 7 package READMEs (as since 2026.12.2), 1 stdlib docstring (2026.12.5)
+    ("heldout", "prose"): 0.028,  # 7/253 (Debian documentation added)
 }
 
 
