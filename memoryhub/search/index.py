@@ -39,7 +39,7 @@ from django.db import connection
 from django.db.models import Q
 
 from memoryhub.models import AGENT_SCOPED, USER_SCOPED, Agent, EntryVector, LogEntry, MemoryFile
-from memoryhub.search import lexicon, semantic, text
+from memoryhub.search import semantic, text
 
 SCAN_MAX = 20_000  # a pair's newest entries read whole; older ones by _older_matches
 OLDER_MAX = 500
@@ -61,7 +61,7 @@ COMMON_MIN_TEXTS = 50
 FEEDBACK_DEPTH = 3
 FEEDBACK_WEIGHT = 0.6
 
-EXACT, STEMMED, PREFIX, PARTS, COMPOUND, TYPO, SYNONYM = 1.0, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5
+EXACT, STEMMED, PREFIX, PARTS, COMPOUND, TYPO = 1.0, 0.9, 0.85, 0.8, 0.7, 0.6
 
 
 @dataclass
@@ -246,14 +246,6 @@ def _word_term(word: str, *, prefix: bool, vocabulary: dict[str, int]) -> QueryT
             term.alternatives.setdefault(candidate, TYPO)
             term.alternatives.setdefault(text.STEM_MARK + text.stem(candidate), TYPO)
             term.marks.add(candidate)
-    if SYNONYM and folded.isalpha():
-        # WordNet's relatives of the word, where the scope has them (lexicon.py;
-        # nothing without WordNet): "headgear" finds "helmet", "seat" "saddle".
-        for relative in lexicon.related(folded):
-            for candidate in (relative, text.STEM_MARK + text.stem(relative)):
-                if candidate in vocabulary:
-                    term.alternatives.setdefault(candidate, SYNONYM)
-                    term.marks.add(relative)
     return term
 
 
