@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from tests.clock import later
-from tests.memoryhub.search_relevance.heldout import DEV_CASES, HELD_OUT
+from tests.memoryhub.search_relevance.heldout import DEV_CASES, HELD_OUT, HELD_OUT_2
 from tests.memoryhub.search_relevance.history import CASES, LOGS, Case
 from tests.memoryhub.search_relevance.measure import embed, recall
 from tests.memoryhub.search_relevance.test_relevance import seed
@@ -23,10 +23,11 @@ TARGETS = {"exact": 0.9, "morphology": 0.9, "prefix": 0.9, "ids": 0.9, "language
 # Not met: the first held-out run gave 0.615 on both databases (8/13); plain
 # wordllama is the limit (docs/benchmarks.md). Asserted at what was measured,
 # so a change that loses paraphrases fails; raise it with a better model.
-MEASURED = {"paraphrase": 0.6}
+MEASURED = {"paraphrase": 0.7}  # second round: 0.731 on both databases
+MEASURED_2 = 0.65  # first run 0.652 on both databases (15/23)
 # The dev split's rates as tuned (a floor, so a change that loses any fails).
-DEV_FLOORS = {"exact": 1.0, "stem": 1.0, "phrase": 1.0, "prefix": 0.85, "language": 1.0, "ids": 1.0,
-              "typo": 1.0, "paraphrase": 0.6}
+DEV_FLOORS = {"exact": 1.0, "stem": 1.0, "phrase": 1.0, "prefix": 1.0, "language": 1.0, "ids": 1.0,
+              "typo": 1.0, "paraphrase": 0.74}
 
 
 def table(title: str, rates: dict[str, float]) -> str:
@@ -54,3 +55,11 @@ def test_held_out_recall_at_5_per_class():
     print(report)
     assert set(held) == set(TARGETS)
     assert all(held[kind] >= MEASURED.get(kind, TARGETS[kind]) for kind in TARGETS), report
+
+
+def test_second_held_out_paraphrases_recall_at_5():
+    assert len(HELD_OUT_2) >= 20
+    held = measured(HELD_OUT_2)
+    report = table("held-out 2", held)
+    print(report)
+    assert held["paraphrase"] >= MEASURED_2, report
