@@ -243,15 +243,20 @@ class Candidate:
     hit: SearchHit
     content: str
     marks: frozenset[str] = frozenset()
+    weight: float = 1.0  # this hit's share of its ranking's weight in the fusion
 
 
-# The weight of each ranking in the fusion (tuned on the dev split only).
-# Tried on the dev split: 0.6–1.3 for the vector weight, floors 0.1 and
-# 0.2, k 20 and 60, and scaling the keyword share by the query terms an
-# entry has; only weight and floor moved paraphrase recall (0.58 → 0.67).
+# The weight of each ranking in the fusion (tuned on the dev split only;
+# docs/benchmarks.md lists what was tried in both rounds).
 KEYWORD_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 FUSE_DEPTH = 100
+# A keyword hit's weight in the fusion is its coverage (the share of the
+# query's IDF it matched) to this power: a hit that has one word of four
+# ("replaced" for "seat replaced with a more comfortable one") is weak
+# evidence, and the semantic ranking should decide. With every term
+# matched, as for ids, typos and exact queries, nothing changes.
+COVERAGE_POWER = 2.0
 
 
 def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -> list[SearchHit]:
@@ -269,7 +274,10 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
     stored = index.vectors_for(agent=agent, docs=docs)
     if index.missing_vectors(docs, stored):
         _queue_embedding(agent, user_ref or "", docs)
-    semantic_text = " ".join(parsed.words)
+    # The query as written: SIF weighting (semantic.py) already makes its
+    # function words count for little, and they still carry some meaning
+    # ("not", "before", "how much").
+    semantic_text = query
     vector = [_candidate(r, "semantic") for r in index.vector_rank(docs, stored, semantic_text, now)]
     ranked = fuse([keyword, vector], weights=(KEYWORD_WEIGHT, VECTOR_WEIGHT)) if vector else keyword
     return [_with_safe_snippet(candidate) for candidate in ranked[:limit]]
@@ -282,7 +290,8 @@ def _candidate(ranked: index.Ranked, how: str) -> Candidate:
         session=doc.session, version=doc.version, entry=doc.entry, role=doc.role, matched=ranked.matched,
         line=doc.line, how=(how,),
     )
-    return Candidate(hit=hit, content=doc.text, marks=frozenset(ranked.marks))
+    return Candidate(hit=hit, content=doc.text, marks=frozenset(ranked.marks),
+                     weight=ranked.coverage ** COVERAGE_POWER)
 
 
 _queued: set[tuple[int, str]] = set()
@@ -319,7 +328,7 @@ def fuse(rankings: Sequence[Sequence[Candidate]], *, k: int = RRF_K,
     for ranking, weight in zip(rankings, weights, strict=True):
         for rank, candidate in enumerate(ranking, start=1):
             key = candidate.hit.key
-            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
+            fused[key] = fused.get(key, 0.0) + weight * candidate.weight / (k + rank)
             first.setdefault(key, candidate)
             how[key] = tuple(dict.fromkeys((*how.get(key, ()), *candidate.hit.how)))
     out = [replace(first[key], hit=replace(first[key].hit, score=score, how=how[key])) for key, score in fused.items()]

@@ -54,10 +54,12 @@ def forget(*, agent_id: int, keys: Iterable[tuple[str, str]]) -> int:
 
 def forget_texts(*, rows: Iterable[tuple[int, str, str]]) -> int:
     """Delete the vectors of these (agent_id, user_ref, text) rows' texts:
-    redaction calls this with the text it is about to replace."""
+    redaction calls this with the text it is about to replace. Every
+    embedding version's digest, since a scope not embedded again since a
+    change of pooling still holds the older vectors."""
     by_agent: dict[int, set[tuple[str, str]]] = {}
     for agent_id, owner, body in rows:
-        by_agent.setdefault(agent_id, set()).add((owner, semantic.content_hash(body)))
+        by_agent.setdefault(agent_id, set()).update((owner, digest) for digest in semantic.content_hashes(body))
     return sum(forget(agent_id=agent_id, keys=keys) for agent_id, keys in by_agent.items())
 
 

@@ -50,6 +50,16 @@ K1, B = 1.2, 0.75
 VECTOR_DEPTH = 20
 VECTOR_FLOOR = 0.1
 VECTOR_RECENCY = 0.05
+# Tuned on the dev split only (docs/benchmarks.md). The common direction is
+# estimated from at most COMMON_SAMPLE of the scope's vectors: it is the
+# same direction for a sample, and the cost stays flat for a large pair.
+# A scope of a few texts has no common direction to speak of (its first
+# principal direction is one of its texts): below COMMON_MIN_TEXTS none is removed.
+COMMON_DIRECTION = True
+COMMON_SAMPLE = 1024
+COMMON_MIN_TEXTS = 50
+FEEDBACK_DEPTH = 3
+FEEDBACK_WEIGHT = 0.6
 
 EXACT, STEMMED, PREFIX, PARTS, COMPOUND, TYPO = 1.0, 0.9, 0.85, 0.8, 0.7, 0.6
 
@@ -286,6 +296,7 @@ class Ranked:
     score: float
     matched: int
     marks: set[str]
+    coverage: float = 1.0  # the share of the query's IDF this keyword hit matched
 
 
 def analyse(docs: Sequence[Doc]) -> list[Analysed]:
@@ -320,7 +331,8 @@ def keyword_rank(docs: Sequence[Doc], analysed: Sequence[Analysed], query: list[
         total = sum(w for w, _ in row)
         score = total + RELEVANCE_WEIGHT * bm25 / (1 + bm25) + RECENCY_WEIGHT * recency(doc.created_at, now)
         marks = set().union(*(q.marks for q, (w, _) in zip(query, row, strict=True) if w))
-        out.append(Ranked(doc, score, sum(1 for w, _ in row if w), marks))
+        coverage = sum(idf[i] for i, (w, _) in enumerate(row) if w) / (sum(idf) or 1.0)
+        out.append(Ranked(doc, score, sum(1 for w, _ in row if w), marks, coverage))
     out.sort(key=lambda r: (-r.score, -r.doc.created_at.timestamp()))
     return out
 
@@ -341,13 +353,50 @@ def vector_rank(docs: Sequence[Doc], stored: dict[tuple[str, str], bytes], query
         return []
     matrix = semantic.unpack_many(blob for _, blob in indexed)
     query = semantic.embed([query_text])[0]
+    matrix, query = _without_common_direction(matrix, query)
     cosines = matrix @ query
+    near = np.flatnonzero(cosines >= VECTOR_FLOOR)
+    if FEEDBACK_DEPTH and len(near):
+        # Pseudo-relevance feedback (Rocchio, as RM3 does for words): the
+        # query moves toward its nearest entries, which brings in the
+        # entries that say the same as those in other words. Only entries
+        # near enough count: a query nothing is near ("A-99812" in a scope
+        # without it) must not be pulled toward noise.
+        nearest = near[np.argsort(-cosines[near])[:FEEDBACK_DEPTH]]
+        query = _unit(query + FEEDBACK_WEIGHT * matrix[nearest].mean(axis=0))
+        cosines = matrix @ query
+    elif not len(near):
+        return []
     scored = [
         Ranked(doc, float(c) + VECTOR_RECENCY * recency(doc.created_at, now), 0, set())
         for (doc, _), c in zip(indexed, cosines, strict=True) if c >= VECTOR_FLOOR
     ]
     scored.sort(key=lambda r: (-r.score, -r.doc.created_at.timestamp()))
     return scored[:VECTOR_DEPTH]
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return vector / max(float(np.linalg.norm(vector)), 1e-9)
+
+
+def _without_common_direction(matrix: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SIF's second step (Arora et al. 2017): remove from every vector its
+    part along the scope's first principal direction, which all texts of a
+    scope share (the shop's topic, the language) and which tells none of
+    them apart. Rows and query come back unit length."""
+    if not COMMON_DIRECTION or len(matrix) < COMMON_MIN_TEXTS:
+        return matrix, query
+    sample = matrix[:: max(1, len(matrix) // COMMON_SAMPLE)]
+    # Power iteration from the mean, not numpy's SVD: LAPACK's threads took
+    # 200-300 ms of CPU for a 200 × 256 matrix on this loaded machine, these
+    # 20 products 0.3 ms (uncentred unit vectors have one dominant direction,
+    # so it converges in a few steps).
+    direction = sample.mean(axis=0)
+    for _ in range(20):
+        direction = _unit(sample.T @ (sample @ direction))
+    matrix = matrix - np.outer(matrix @ direction, direction)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+    return matrix, _unit(query - (direction @ query) * direction)
 
 
 def missing_vectors(docs: Sequence[Doc], stored: dict[tuple[str, str], bytes]) -> bool:

@@ -1,6 +1,9 @@
-"""Recall@5 per class on the held-out split (heldout.HELD_OUT), with the
-semantic index built; the dev split (history.CASES, heldout.DEV_CASES) is
-printed beside it. Run with -s for the tables in docs/benchmarks.md."""
+"""Recall@5 per class with the semantic index built: on the dev split
+(history.CASES and heldout.DEV_CASES, the only queries looked at while
+tuning), on the held-out split (heldout.HELD_OUT) and on the second
+held-out paraphrase set (heldout.HELD_OUT_2). Each test seeds its own
+history, so the dev figures can be read without running a held-out set.
+Run with -s for the tables in docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ import pytest
 from django.db import connection
 
 from tests.clock import later
-from tests.memoryhub.search_relevance.heldout import DEV_CASES, HELD_OUT
-from tests.memoryhub.search_relevance.history import CASES, LOGS
+from tests.memoryhub.search_relevance.heldout import DEV_CASES, HELD_OUT, HELD_OUT_2
+from tests.memoryhub.search_relevance.history import CASES, LOGS, Case
 from tests.memoryhub.search_relevance.measure import embed, recall
 from tests.memoryhub.search_relevance.test_relevance import seed
 
@@ -20,22 +23,43 @@ TARGETS = {"exact": 0.9, "morphology": 0.9, "prefix": 0.9, "ids": 0.9, "language
 # Not met: the first held-out run gave 0.615 on both databases (8/13); plain
 # wordllama is the limit (docs/benchmarks.md). Asserted at what was measured,
 # so a change that loses paraphrases fails; raise it with a better model.
-MEASURED = {"paraphrase": 0.6}
+MEASURED = {"paraphrase": 0.7}  # second round: 0.731 on both databases
+MEASURED_2 = 0.65  # first run 0.652 on both databases (15/23)
+# The dev split's rates as tuned (a floor, so a change that loses any fails).
+DEV_FLOORS = {"exact": 1.0, "stem": 1.0, "phrase": 1.0, "prefix": 1.0, "language": 1.0, "ids": 1.0,
+              "typo": 1.0, "paraphrase": 0.74}
 
 
 def table(title: str, rates: dict[str, float]) -> str:
     return "\n".join([f"{title} on {connection.vendor}:", *(f"  {k:<11} {v:.3f}" for k, v in rates.items())])
 
 
-def test_held_out_recall_at_5_per_class():
-    assert len(HELD_OUT) >= 80
+def measured(cases: list[Case], misses: list[str] | None = None) -> dict[str, float]:
     agent, keys = seed()
     assert embed(agent) > 0
-    reference = later(days=2 * len(LOGS))
-    dev_misses: list[str] = []
-    dev = recall(agent, keys, reference, [*CASES, *DEV_CASES], dev_misses)
-    held = recall(agent, keys, reference, HELD_OUT)
-    report = "\n".join([table("dev", dev), *dev_misses, table("held-out", held)])
+    return recall(agent, keys, later(days=2 * len(LOGS)), cases, misses)
+
+
+def test_dev_recall_at_5_per_class():
+    misses: list[str] = []
+    dev = measured([*CASES, *DEV_CASES], misses)
+    report = "\n".join([table("dev", dev), *misses])
+    print(report)
+    assert all(dev[kind] >= floor for kind, floor in DEV_FLOORS.items()), report
+
+
+def test_held_out_recall_at_5_per_class():
+    assert len(HELD_OUT) >= 80
+    held = measured(HELD_OUT)
+    report = table("held-out", held)
     print(report)
     assert set(held) == set(TARGETS)
     assert all(held[kind] >= MEASURED.get(kind, TARGETS[kind]) for kind in TARGETS), report
+
+
+def test_second_held_out_paraphrases_recall_at_5():
+    assert len(HELD_OUT_2) >= 20
+    held = measured(HELD_OUT_2)
+    report = table("held-out 2", held)
+    print(report)
+    assert held["paraphrase"] >= MEASURED_2, report
