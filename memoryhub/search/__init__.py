@@ -1,48 +1,29 @@
 """Search over an agent's memory files and one pair's session logs.
 
-Scope is fixed by the SQL, never by the caller: the agent's own agent-scoped
-files always; with a user, that pair's USER.md/MEMORY.md and session logs.
-One query for files, one for logs (none without a user), merged by score.
-A log hit names its `entry`; `read_entry` returns that entry whole, within
-the same scope.
+Scope is fixed by the code, never by the caller: the agent's own
+agent-scoped files always; with a user, that pair's USER.md/MEMORY.md and
+session logs. The scope is read with indexed queries and ranked here, in
+Python, so SQLite and PostgreSQL give the same answers by construction.
+A file hit names its entry (the line); a log hit names its `entry`, and
+`read_entry` returns that entry whole, within the same scope.
 
-Query language (parse_query). Words are letters and digits; everything else
-separates them. A word ending in `*` is a prefix (at least two letters
-before the star); "double quotes" make a phrase. Words are ORed: a hit needs
-one of them, and ranks by how many it has. English, German, Spanish and
-French stop words are dropped unless the query has nothing else. Nothing in
-a query reaches an engine's own syntax: the terms are rebuilt from words.
+Query language (parse_query). Words are letters and digits, ids and
+numbers keep their punctuation (`A-99812`, `42.90`, `v2.14.3`) and are
+indexed whole and by their parts. A word ending in `*` is a prefix (at
+least two letters before the star); "double quotes" make a phrase. Words
+are ORed. English, German, Spanish and French stop words are dropped
+unless the query has nothing else. Nothing in a query reaches an engine's
+own syntax.
 
-Stemming (migration 0004). PostgreSQL keeps each text's tsvector in a
-stored column, `search_vector` (GIN-indexed on the log table): the text stemmed by
-'english' and word for word by 'simple'; a term matches either half, so "emails" finds "email" and "Kontoeröffnung" or
-"vendredi" are still found exactly as written. SQLite tokenises with FTS5's
-`porter unicode61`, which stems English and folds case and diacritics in
-every script.
-
-Ranking. For a hit with `matched` of the query's `n` terms:
-
-    score = matched + 0.7 × relevance + 0.3 × recency
-
-    relevance = b / (1 + b)                  in [0, 1)
-        b: SQLite −bm25() over the FTS5 table; PostgreSQL ts_rank_cd with
-        normalisation 1 (divide by 1 + log(length)) — ts_rank_cd's own
-        flag 32 gives the same b / (1 + b)
-    recency = 1 / (1 + age_days / 30)        in (0, 1]: 0.5 after a month
-        age of a log entry, or of a file's current version
-
-Relevance and recency add up to less than 1, so a hit with more of the
-query's terms always ranks above one with fewer, and every term above some;
-among hits with the same terms BM25 decides, with recency as the tie-break
-that grows with age (a fact from today beats the same fact from last year).
-The score has no fixed upper bound (it grows with the number of terms).
-
-Backends. `Backend` is the seam for other rankers (an embedding model,
-say): each configured backend ranks the same scope, and with more than one
-their rankings are fused by reciprocal rank (`fuse`). Only the keyword
-backend ships: no sentence-embedding model installs offline here within the
-budget (docs/benchmarks.md lists what was tried). MEMORYHUB_SEARCH_BACKENDS
-names the backends in use, ("keyword",) by default.
+Ranking is hybrid (issue 21; docs/architecture.md, "Search"):
+- keyword (`text.py`, `index.py`): folded, lightly stemmed terms, typo and
+  compound matches, BM25 within the scope plus recency:
+  `score = Σ term weights + 0.7·b/(1+b) + 0.3·recency`;
+- semantic (`semantic.py`): SIF-pooled wordllama vectors made by the
+  worker, compared by cosine within the scope after the scope's common
+  direction is removed, the query pulled toward its nearest entries;
+- fused by weighted reciprocal rank (k = 60); a keyword hit weighs by the
+  share of the query it covers. Each hit says `how` it was found.
 
 Snippets and entries are untrusted text on their way to a model: they pass
 the scanner like served memory does. Logs are not scanned on write, so this
