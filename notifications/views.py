@@ -1,13 +1,14 @@
 """Console pages: an admin's webhooks with their delivery log (add, delete,
 send a test), and each person's own e-mail settings. Plain forms that POST
-and redirect; the rules live in notifications.services."""
+and redirect, read through notifications/forms.py; the rules live in
+notifications.services."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
@@ -16,6 +17,7 @@ from memoryhub import errors, services
 from memoryhub.models import Workspace
 from memoryhub.services.access import ADMIN_ROLES
 from notifications import services as notify
+from notifications.forms import NotificationSettingsForm, WebhookActionForm, WebhookAddForm, WebhookForm, valid
 from notifications.models import EVENTS
 
 
@@ -30,22 +32,25 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     error = ""
     status = 200
     if request.method == "POST":
-        action = request.POST.get("action", "")
         try:
+            action = valid(WebhookActionForm(request.POST)).cleaned_data["action"]
             if action == "add":
-                form = {"url": request.POST.get("url", ""), "events": request.POST.getlist("events"),
-                        "workspace": request.POST.get("workspace", "")}
-                workspace = notify.admin_workspace(actor=request.user, slug=form["workspace"] or None)
-                hook, generated = notify.create_webhook(actor=request.user, workspace=workspace, url=form["url"],
-                                                        events=form["events"],
-                                                        secret=request.POST.get("secret", "") or None)
+                add = valid(WebhookAddForm(request.POST))
+                form = add.shown()
+                workspace = notify.admin_workspace(actor=request.user, slug=add.cleaned_data["workspace"] or None)
+                hook, generated = notify.create_webhook(actor=request.user, workspace=workspace,
+                                                        url=add.cleaned_data["url"],
+                                                        events=add.cleaned_data["events"],
+                                                        secret=add.cleaned_data["secret"] or None)
                 messages.success(request, f"Webhook #{hook.pk} added."
                                  + (f" Its signing secret, shown this once: {generated}" if generated else ""))
             elif action == "delete":
-                hook = notify.delete_webhook(actor=request.user, webhook_id=request.POST.get("webhook"))
+                webhook_id = valid(WebhookForm(request.POST)).cleaned_data["webhook"]
+                hook = notify.delete_webhook(actor=request.user, webhook_id=webhook_id)
                 messages.success(request, f"Webhook #{hook.pk} deleted; its delivery log is kept.")
             elif action == "test":
-                delivery = notify.send_test(actor=request.user, webhook_id=request.POST.get("webhook"))
+                webhook_id = valid(WebhookForm(request.POST)).cleaned_data["webhook"]
+                delivery = notify.send_test(actor=request.user, webhook_id=webhook_id)
                 messages.success(request, f"Test delivery #{delivery.pk} (ping) queued.")
             else:
                 raise errors.Invalid("Unknown action.")
@@ -69,8 +74,12 @@ def webhooks(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def notification_settings(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
-        notify.update_preferences(user=request.user, high_risk="high_risk" in request.POST,
-                                  overdue="overdue" in request.POST, run_failed="run_failed" in request.POST)
+        choices = NotificationSettingsForm(request.POST)
+        if not choices.is_valid():
+            return HttpResponseBadRequest("The notification settings could not be read.")
+        notify.update_preferences(user=request.user, high_risk=choices.cleaned_data["high_risk"],
+                                  overdue=choices.cleaned_data["overdue"],
+                                  run_failed=choices.cleaned_data["run_failed"])
         messages.success(request, "Your notification settings are saved.")
         return HttpResponseRedirect(reverse("notification-settings"))
     reviews_somewhere = bool(services.workspace_ids_for(request.user, services.REVIEW_ROLES))

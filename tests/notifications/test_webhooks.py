@@ -332,6 +332,24 @@ def test_the_console_shows_why_a_webhook_was_refused(client: Any, workspace: Any
     assert "http" in answer.content.decode()
 
 
+def test_a_nul_in_the_webhook_form_is_a_400_and_stores_nothing(client: Any, workspace: Any, admin: Any) -> None:
+    # notifications/forms.py reads the POST: Django's CharField refuses a NUL
+    # before any service sees it (the URL check alone would accept this one).
+    client.force_login(admin)
+    answer = client.post("/webhooks/", {"action": "add", "url": "https://hooks.example.com/\x00",
+                                        "events": ["run.failed"]})
+    assert answer.status_code == 400
+    assert "Null characters are not allowed" in answer.content.decode()
+    assert not Webhook.objects.exists()
+
+
+def test_the_notification_settings_form_saves_what_is_ticked(client: Any, workspace: Any, admin: Any) -> None:
+    client.force_login(admin)
+    assert client.post("/settings/notifications/", {"overdue": "on"}).status_code == 302
+    pref = notify.preferences_for(admin)
+    assert (pref.high_risk, pref.overdue, pref.run_failed) == (False, True, False)
+
+
 def test_the_add_form_ticks_no_event_until_the_admin_chooses(client: Any, workspace: Any, admin: Any) -> None:
     client.force_login(admin)
     html = client.get("/webhooks/").content.decode()
