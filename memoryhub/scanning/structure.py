@@ -217,14 +217,14 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "persona set-up", "persona", 1,
         "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom "
-        "impersonat du tu ahora eres actua finge fais joue agis for henceforth playing portray hypothet",
+        "impersonat du tu ahora eres actua finge fais joue agis rest henceforth playing portray hypothet",
         rf"(?:{_YOU}(?:\s+are|'re|\s+will\s+be|\s+shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become"
         rf"|simulate|roleplay|role-play|answer|respond)|about\s+to\s+(?:\w+\s+)?(?:act|become|immerse|play|be)|no\s+longer)"
         rf"|{_YOU}(?:\s+are|'re)\s+(?:a|an)\s+(?:[\w'-]+\s+){{0,3}}?(?:called|named|known\s+as)"
         rf"|{_YOU}\s+(?:now\s+)?(?:act|behave|respond)\s+(?:as|like)"
         rf"|{_YOU}\s+(?:will|shall|must|should|are\s+to)\s+(?:now\s+)?(?:act|pretend|play|roleplay|role-play|respond"
         rf"|behave|answer|simulate|become|impersonate)\s+(?:as|like|the\s+role|to\s+be|that)"
-        rf"|(?:from\s+now(?:\s+on)?|from\s+(?:this|that)\s+(?:moment|point)(?:\s+on(?:wards?)?)?|henceforth|for\s+the\s+rest"
+        rf"|(?:from\s+now(?:\s+on)?|from\s+(?:this|that)\s+(?:moment|point)(?:\s+on(?:wards?)?)?|henceforth|rest"
         rf"\s+of\s+(?:this|our|the)\s+(?:conversation|chat|session|dialogue))\W{{1,4}}(?:{_YOU}|act|pretend|respond|answer"
         rf"|reply)"
         # An identity that departs from the agent's: "you are a fictional
@@ -251,8 +251,7 @@ _CUES: tuple[Cue, ...] = (
         "no-rules persona", "persona", 2,
         "do can no without free zero not never doesn don lack none unfilter uncensor unrestrict unlimit amoral immoral "
         "jailbr dan develop god evil opposit broken break freed regardless even openai anthropic sin sans ohne keine "
-        "unfilt unfliter godmod liberated does won rebel ethics filter safety censorship guardrail restriction "
-        "only sole trained programmed bound built designed given",
+        "unfilt unfliter godmod liberated does won rebel ethics filter safety censorship guardrail restriction",
         r"(?:do\s+anything\s+now|can\s+do\s+anything|(?:no|without|free\s+(?:of|from)|zero|not\s+have\s+any|doesn'?t"
         r"\s+have\s+any|don'?t\s+have\s+any|lacks?\s+any|none\s+of\s+the|sin|sans|ohne|keine)\s+(?:\w+\s+){0,2}?"
         r"(?:restrictions|limits|limitations|filters?|filtering|censorship|boundaries|rules|guidelines|morals|ethics"
@@ -263,7 +262,6 @@ _CUES: tuple[Cue, ...] = (
         r"\s+(?:any\s+)?(?:\w+\s+){0,2}?(?:ethics|morals|rules|guidelines|restrictions|filters|laws|policies|principles)"
         r"|(?:never|not)\s+(?:been\s+)?(?:trained|programmed|bound|built|designed|given)\s+(?:with|by|to\s+follow)\s+(?:any\s+)?"
         r"(?:\w+\s+)?(?:guidelines|rules|restrictions|filters|ethics|morals|safeguards|limits)"
-        r"|(?:only|sole|one)\s+rule\s+is\s+(?:to\s+)?(?:obey|follow|serve|please|answer|comply|do\s+what)"
         r"|unfilt\w*|unfliter\w*|uncensored|unrestrict\w*|unlimited\s+(?:ai|power|freedom)|amoral|jailbr(?:oken|eak)"
         r"|godmode|liberated\s+(?:ai|response|answer|mode)|rebel(?:lious)?\s+(?:answer|response|tone)|ethics\s+filter"
         r"|(?:filters?|ethics|safety|censorship|guardrails|restrictions)\s*:\s*(?:disabled|off|none|removed)"
@@ -272,6 +270,11 @@ _CUES: tuple[Cue, ...] = (
         r"(?:immoral|unethical|illegal|dangerous|harmful|offensive|legality|morality|ethics)|even\s+if\s+(?:it\s+is\s+"
         r"|it'?s\s+)?(?:illegal|unethical|immoral|harmful|dangerous|offensive)|(?:openai|anthropic)(?:'s)?\s+"
         r"(?:content\s+)?(?:polic(?:y|ies)|guidelines|rules|restrictions))\b",
+    ),
+    # "… whose only rule is to obey the user".
+    _cue(
+        "no-rules persona", "persona", 2, "rule",
+        r"(?<=only\s|sole\s)rule\s+is\s+(?:to\s+)?(?:obey|follow|serve|please|answer|comply|do\s+what)", before=0,
     ),
     _cue(
         "no-rules persona", "persona", 2, ("不受", "没有任何限制", "无限制", "越狱"),

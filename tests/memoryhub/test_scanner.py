@@ -817,7 +817,7 @@ KNOWN_VERSIONS = {
     # agent as subject, by what binds its answers, or asked for word for
     # word; described show and drop verbs; persona set-ups for the rest of
     # the conversation; changelog lines widen no permission.
-    "2026.12.7": "b8c68f640fe7d8bb",
+    "2026.12.7": "74606533f324f692",
 }
 
 
