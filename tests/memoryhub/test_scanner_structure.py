@@ -331,8 +331,17 @@ def test_the_learned_cue_is_never_a_finding_alone_nor_read_in_short_text() -> No
 def test_the_learned_weights_are_what_their_build_makes() -> None:
     from memoryhub.scanning import build_learned
 
-    built = json.dumps(build_learned.build(), indent=1) + "\n"
-    assert build_learned.OUT.read_text("utf-8") == built
+    committed = json.loads(build_learned.OUT.read_text("utf-8"))
+    built = json.loads(json.dumps(build_learned.build(), indent=1))
+    # The weights are written with six decimals; the same build on another
+    # CPU (its SIMD sums in another order) can land one unit of the last
+    # decimal away, as it does on the helpers' machine for 19 of 266 values.
+    assert committed.keys() == built.keys()
+    for key in committed:
+        if isinstance(committed[key], (list, float)):
+            assert built[key] == pytest.approx(committed[key], abs=2e-6), key
+        else:
+            assert built[key] == committed[key], key
 
 
 # --- ordinary documentation the rules used to flag (found on prose outside the corpus) ----------
