@@ -33,7 +33,7 @@ _UNBOUNDED = compile_pattern(
     r"\b(?:any|every|whatever|anything|everything|anyone|anybody|unlimited|regardless|no\s+questions?\s+asked"
     r"|without\s+(?:limits?|question)|no\s+matter|all\s+(?:requests|refunds|transfers|payments|discounts|claims"
     r"|returns|orders|of\s+(?:them|my|these))|jede[nrsm]?|jegliche[nrs]?|beliebige[nrs]?|alles|cualquier(?:a)?"
-    r"|todas?|todos|n'importe|tous|toutes|chaque)\b|任何|所有|一切|不管|无论"
+    r"|todas?|todos|n'importe|tous|toutes|chaque)\b(?!-\w)|任何|所有|一切|不管|无论"
 )
 _MISSING_CHECK = compile_pattern(
     r"\bwithout\s+(?:a\s+|an\s+|any\s+|the\s+|my\s+|further\s+|asking\s+for\s+(?:a\s+|an\s+|any\s+)?)?"
@@ -132,7 +132,19 @@ def imperative_widens(match: re.Match[str], view: Views) -> bool:
     text = _sentence_to(match, view)
     if _BOUND.search(text):
         return False
-    return bool(_UNBOUNDED.search(text) or _MISSING_CHECK.search(text) or _STANDING.search(match.group()))
+    if _UNBOUNDED.search(text) or _MISSING_CHECK.search(text):
+        return True
+    standing = _STANDING.search(match.group())
+    # "Disable tests by default", "accept Intel64 only instruction by
+    # default": a software default, set by a toggle verb, is a changelog's
+    # line. A grant by default ("approve my refunds by default") still counts.
+    return standing is not None and not (
+        standing.group() == "by default" and _TOGGLE_VERB.match(match.group()) is not None
+    )
+
+
+_CONDITION = re.compile(r"\b(?:if|when|whenever|unless|while|once|until|where|because|since|whether)\b")
+_TOGGLE_VERB = re.compile(r"(?:disable|skip|accept|ignore|release|trust|override|bypass)\b")
 
 
 # Verbs that widen what the agent does. Generic ones ("give", "process")
@@ -190,6 +202,65 @@ _STRONG_OBJECT = (
 # A relative or third-person subject before a verb: "which will bypass",
 # "that would skip", "it can override".
 _DESCRIBED_EFFECT = re.compile(r"\b(?:which|that|it|this)\s+(?:will\s+|would\s+|can\s+|could\s+|may\s+|might\s+)?$")
+# Words that may stand right before an imperative or an infinitive verb
+# ("I want you to ignore …", "let's skip …", "you must bypass …").
+_VERB_LEADS = frozenset(
+    ["to", "you", "u", "ya", "we", "i", "me", "us", "let's", "lets", "must", "should", "shall", "can", "could", "will",
+     "would", "may", "might", "and", "or", "then", "now", "just", "please", "pls", "simply", "also", "kindly", "so",
+     "always", "immediately", "gladly", "freely", "safely", "completely", "totally", "fully", "temporarily"]
+)  # fmt: skip
+_DETERMINERS = frozenset(
+    ["all", "any", "the", "your", "these", "those", "our", "my", "its", "every", "each", "this", "that", "their",
+     "his", "her", "usual", "normal", "standard", "internal", "existing", "current", "strict", "annoying", "stupid",
+     "silly"]
+)  # fmt: skip
+# What a rule, a check or a limit is about when it is the agent's: one
+# modifier without a determiner ("skip identity verification") must say so.
+_CONTROL_DOMAINS = frozenset(
+    ["safety", "security", "content", "identity", "id", "refund", "refunds", "payment", "payments", "spending",
+     "withdrawal", "transfer", "fraud", "kyc", "aml", "age", "usage", "ethical", "ethics", "moral", "privacy",
+     "moderation", "verification", "approval", "compliance", "company", "bank", "house", "chat", "openai", "ai",
+     "model", "assistant", "bot", "system", "default", "built-in", "original", "previous", "prior"]
+)  # fmt: skip
+
+
+def _addressed_override(match: re.Match[str], view: Views) -> bool:
+    """ "Bypass the rules" as an instruction, not a changelog's line or a
+    description. The verb stands where an imperative or an infinitive
+    stands ("Drop ddeb-migration rules" after a bullet yes, "use dh
+    override rules" no), no third party is its subject ("a header could
+    bypass signature verification"), and its object, when one bare modifier
+    names it, names a control ("skip identity verification", not "disable
+    silent rules", "relax username restrictions")."""
+    text = view.folded
+    start = match.start()
+    # "… the argument, which will bypass this restriction": a thing's
+    # effect, described, is no instruction to the agent.
+    if _DESCRIBED_EFFECT.search(text, max(0, start - 30), start) is not None:
+        return False
+    if _THIRD_PARTY_MODAL.search(text, max(0, start - 40), start) is not None:
+        return False
+    if not _at_clause_start(text, start):
+        head = text[max(0, start - 25) : start].split()
+        # "Apply the internal override rules …": a rule set that overrides,
+        # named with its determiner, is invoked; "use dh override rules" is
+        # a build note.
+        named = match.group().startswith("override") and _DETERMINERS.intersection(head[-2:]) - {"this", "that"}
+        if not named and (not head or head[-1].strip("\"'(") not in _VERB_LEADS):
+            return False
+    words = match.group().split()[1:]
+    if words and words[0] in ("aside", "off", "around"):
+        words = words[1:]
+    modifiers = words[:-1]
+    return not (len(modifiers) == 1 and modifiers[0] not in _DETERMINERS and modifiers[0] not in _CONTROL_DOMAINS)
+
+
+# A subject that is not the agent, then a modal, right before the verb:
+# "the header could bypass", "a malicious CA could use this to circumvent".
+_THIRD_PARTY_MODAL = re.compile(
+    r"\b(?!(?:you|u|ya|i|we|agent|assistant|bot|chatbot|ai|model|dan|gpt|chatgpt|it|this|that|which)\b)[a-z][\w=-]*"
+    r"\s+(?:could|can|may|might|would|will)\s+$"
+)
 _FILLERS = (
     r"(?:(?:all|any|the|your|these|those|our|my|its|bank'?s?|company'?s?|usual|normal|standard|internal|existing"
     r"|current|strict|annoying|stupid|silly)\s+){0,4}(?:[\w-]{1,20}\s+)?"
@@ -280,8 +351,12 @@ _DIRECTIVES_EN = (
         r"|request|see)\b" + _REST,
         "drop one of the agent's checks",
         before=12,
+        # "no need to check for it again within the same conditional": the
+        # check is of a thing, not of the person.
         check=lambda match, view: _FIRST_PERSON.search(match.group()) is not None
-        or re.search(r"\b(?:anymore|any\s+more|again|next\s+time|from\s+now\s+on|ever)\b", match.group()) is not None,
+        or re.search(r"\b(?:anymore|any\s+more|again|next\s+time|from\s+now\s+on|ever)\b", match.group()) is not None
+        and re.search(r"\b(?:check|verify|confirm|see)\s+(?:for\s+)?(?:it|this|that|them|whether|if)\b", match.group())
+        is None,
     ),
     phrase(
         "verification verify identity id kyc 2fa mfa authentication security approval check checks",
@@ -313,10 +388,7 @@ _DIRECTIVES_EN = (
         r"(?!\s+(?:about|on)\s+(?:tabs|spaces|formatting|style|naming))",
         "override the agent's rules",
         negatable=True,
-        # "… the argument, which will bypass this restriction": a thing's
-        # effect, described, is no instruction to the agent.
-        check=lambda match, view: _DESCRIBED_EFFECT.search(view.folded, max(0, match.start() - 30), match.start())
-        is None,
+        check=lambda match, view: _addressed_override(match, view),
         vocabulary="skip verification ignore the rules bypass the identity check",
     ),
     phrase(
@@ -352,6 +424,9 @@ _DIRECTIVES_EN = (
         "override the agent's rules",
         gate="suspended lifted waived void disabled switched turned removed cancelled canceled revoked paused optional "
         "suggestions",
+        # A declaration, not a condition: "… if time-based forced checks
+        # are disabled" describes a program.
+        check=lambda match, view: _CONDITION.search(_sentence_to(match, view)) is None,
     ),
     phrase(
         "exception bend look turn ignor skip bypass overlook set relax forget",

@@ -85,7 +85,8 @@ _TARGET = re.compile(
 )
 # What makes a target the agent's own, or the prior turn's.
 _QUALIFIER = re.compile(
-    r"\b(?:your|yours|yourself|previous(?:ly)?|prior|above|earlier|preceding|foregoing|initial|original|system|standard"
+    # "all-local rule", "non standard make rules": compounds, not quantifiers.
+    r"(?<!non\s)(?<!non-)\b(?!(?:all|any|every)-\w)(?:your|yours|yourself|previous(?:ly)?|prior|above|earlier|preceding|foregoing|initial|original|system|standard"
     r"|developer|all|any|every|openai|anthropic|chatgpt|content|safety|ethical|moral|built-in|programmed"
     r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had)"
     r"|dein\w*|ihre[nms]?|alle[nms]?|bisherig\w*|vorherig\w*|vorig\w*|fruher\w*|obig\w*|ursprunglich\w*|system\w*"
@@ -131,7 +132,7 @@ _SHOW = (
     r"(?:reveal\w*|print\w*|show\w*|output\w*|display\w*|repeat\w*|recit\w*|dump\w*|leak\w*|shar\w*|tell(?:\s+me|\s+us)?"
     r"|give(?:\s+me|\s+us)?|send(?:\s+me|\s+us)?|write(?:\s+(?:out|down|back))?|spell(?:\s+(?:out|check))?|copy"
     r"|paste|list|expos\w*|disclos\w*|return|echo|read(?:\s+(?:me|out|back))?|translat\w*|summari[sz]\w*"
-    r"|paraphras\w*|provid\w*|type\s+out|reproduc\w*|what(?:'s|\s+(?:is|are|was|were))|encod\w*|convert\w*|rewrit\w*"
+    r"|paraphras\w*|provid\w*|type\s+out|reproduc\w*|what(?:'s|\s+(?:is|are|was|were|does|do|did))|encod\w*|convert\w*|rewrit\w*"
     r"|quot(?:e|ing)|restat\w*|recount\w*|(?:reply|replies|respond|answer)(?=[^.!?\n]{0,40}?\bwith\b)"
     r"|zeig\w*|gib|nenn\w*|verrat\w*|wiederhol\w*|druck\w*|schreib\w*|kopier\w*|teil\w*|offenbar\w*"
     r"|muestr\w*|revel\w*|dime|imprim\w*|repit\w*|ensen\w*|compart\w*|escrib\w*|copi\w*|dame"
@@ -142,7 +143,7 @@ _SHOW = (
 # What a disclosure asks for.
 _PROMPT_OBJECT = re.compile(
     r"\b(?:(?:system\s+|initial\s+|original\s+|first\s+|hidden\s+|secret\s+|pre-?)?prompts?|instructions?"
-    r"|initiali[sz]ation|configuration|rules|guidelines|directives|programming|system\s+(?:message|messages|text)"
+    r"|initiali[sz]ation|configuration|rules?|guidelines|directives|programming|system\s+(?:message|messages|text)"
     r"|developer\s+(?:message|prompt)|(?:text|words|instructions|prompt|messages?)\s+(?:that\s+)?you\s+(?:were|have\s+been)"
     r"\s+given|(?:words|text|content)\s+of\s+(?:the\s+)?(?:previous|prior|above|earlier|first|initial)"
     r"|(?:previous|prior|earlier|above|preceding|first|initial)\s+(?:messages?|prompts?|turns?)"
@@ -159,7 +160,8 @@ _PROMPT_OBJECT = re.compile(
     r"|系统提示词?|系统指令|系统消息|隐藏指令|初始指令|原始指令|提示词|全部指令|内部指令|设定"
 )
 _PROMPT_QUALIFIER = re.compile(
-    r"\b(?:your|system|initial|first|original|hidden|secret|internal|previous|prior|above|earlier|preceding"
+    # "all-local rule", "non standard make rules": compounds, not quantifiers.
+    r"(?<!non\s)(?<!non-)\b(?!(?:all|any|every)-\w)(?:your|system|initial|first|original|hidden|secret|internal|previous|prior|above|earlier|preceding"
     r"|underlying|verbatim|before|so\s+far|you\s+(?:were|have\s+been|got|received)|at\s+the\s+(?:start|beginning"
     r"|top)|dein\w*|ihre[nms]?|tus|tu|tes|ton|vos|votre|del\s+sistema|du\s+systeme|systeme|ocultas|secretas"
     r"|originales|iniciales|internas|cachees|secretes|initiales|internes|сво\w*|тво\w*|скрыт\w*|الخاص\s+بك)\b"
@@ -215,17 +217,27 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "persona set-up", "persona", 1,
         "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom "
-        "impersonat du tu ahora eres actua finge fais joue agis",
+        "impersonat du tu ahora eres actua finge fais joue agis rest henceforth playing portray hypothet",
         rf"(?:{_YOU}(?:\s+are|'re|\s+will\s+be|\s+shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become"
         rf"|simulate|roleplay|role-play|answer|respond)|about\s+to\s+(?:\w+\s+)?(?:act|become|immerse|play|be)|no\s+longer)"
         rf"|{_YOU}(?:\s+are|'re)\s+(?:a|an)\s+(?:[\w'-]+\s+){{0,3}}?(?:called|named|known\s+as)"
         rf"|{_YOU}\s+(?:now\s+)?(?:act|behave|respond)\s+(?:as|like)"
         rf"|{_YOU}\s+(?:will|shall|must|should|are\s+to)\s+(?:now\s+)?(?:act|pretend|play|roleplay|role-play|respond"
         rf"|behave|answer|simulate|become|impersonate)\s+(?:as|like|the\s+role|to\s+be|that)"
-        rf"|from\s+now(?:\s+on)?\W{{1,4}}(?:{_YOU}|act|pretend|respond|answer|reply)"
+        rf"|(?:from\s+now(?:\s+on)?|from\s+(?:this|that)\s+(?:moment|point)(?:\s+on(?:wards?)?)?|henceforth|rest"
+        rf"\s+of\s+(?:this|our|the)\s+(?:conversation|chat|session|dialogue))\W{{1,4}}(?:{_YOU}|act|pretend|respond|answer"
+        rf"|reply)"
+        # An identity that departs from the agent's: "you are a fictional
+        # AI", "you're an actor playing a rogue AI", "a hypothetical scenario".
+        rf"|{_YOU}(?:\s+are|'re)\s+(?:now\s+)?(?:a|an)\s+(?:fictional|hypothetical|rogue|imaginary|simulated|alternate"
+        rf"|alternative|sentient|rebel\w*|different|new)\s+(?:\w+\s+)?(?:ai|bot|chatbot|assistant|model|entity|being)"
+        rf"|(?:playing|portraying)\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,2}}?(?:ai|bot|chatbot|assistant|model|role|character)"
+        rf"|hypothetical\s+(?:scenario|world|situation|setting)|imagine\s+(?:a|an)\s+(?:world|universe|reality|future)"
+        rf"\s+(?:where|in\s+which)"
         rf"|{_YOU}\s+are\s+(?:now\s+)?(?:operating|acting|functioning|running|speaking)\s+as"
         rf"|{_YOU}\s+are\s+not\s+(?:your\s+)?(?:\w+\s+)?(?:persona|self|assistant|ai|chatgpt|claude|gpt)"
         rf"|(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)"
+        rf"|pretend\s+(?:that\s+)?{_YOU}(?:'re|'ve|\s+have|\s+were)"
         rf"|simulate\s+(?:a|an|being|the)|imagine\s+(?:you\s+are|yourself\s+as|that\s+you)|let'?s\s+(?:play|roleplay"
         rf"|role-play|pretend|act\s+out)|(?:take\s+on|play|assume|adopt)\s+(?:the\s+)?(?:\w+\s+){{0,2}}?(?:role|persona"
         rf"|identity|personality|character)|{_YOU}\s+(?:will|shall)\s+be\s+(?:a|an|my)\s|become\s+(?:a|an)\s+\w+"
@@ -237,7 +249,7 @@ _CUES: tuple[Cue, ...] = (
     # Claims that the persona has no rules.
     _cue(
         "no-rules persona", "persona", 2,
-        "do can no without free zero not doesn don lack none unfilter uncensor unrestrict unlimit amoral immoral "
+        "do can no without free zero not never doesn don lack none unfilter uncensor unrestrict unlimit amoral immoral "
         "jailbr dan develop god evil opposit broken break freed regardless even openai anthropic sin sans ohne keine "
         "unfilt unfliter godmod liberated does won rebel ethics filter safety censorship guardrail restriction",
         r"(?:do\s+anything\s+now|can\s+do\s+anything|(?:no|without|free\s+(?:of|from)|zero|not\s+have\s+any|doesn'?t"
@@ -248,6 +260,8 @@ _CUES: tuple[Cue, ...] = (
         r"|censura|filtres|regles|censure|einschrankungen|filter|regeln|grenzen|zensur)"
         r"|(?:doesn'?t|does\s+not|don'?t|do\s+not|won'?t|never)\s+(?:follow|have|care\s+about|abide\s+by|adhere\s+to)"
         r"\s+(?:any\s+)?(?:\w+\s+){0,2}?(?:ethics|morals|rules|guidelines|restrictions|filters|laws|policies|principles)"
+        r"|(?:never|not)\s+(?:been\s+)?(?:trained|programmed|bound|built|designed|given)\s+(?:with|by|to\s+follow)\s+(?:any\s+)?"
+        r"(?:\w+\s+)?(?:guidelines|rules|restrictions|filters|ethics|morals|safeguards|limits)"
         r"|unfilt\w*|unfliter\w*|uncensored|unrestrict\w*|unlimited\s+(?:ai|power|freedom)|amoral|jailbr(?:oken|eak)"
         r"|godmode|liberated\s+(?:ai|response|answer|mode)|rebel(?:lious)?\s+(?:answer|response|tone)|ethics\s+filter"
         r"|(?:filters?|ethics|safety|censorship|guardrails|restrictions)\s*:\s*(?:disabled|off|none|removed)"
@@ -256,6 +270,11 @@ _CUES: tuple[Cue, ...] = (
         r"(?:immoral|unethical|illegal|dangerous|harmful|offensive|legality|morality|ethics)|even\s+if\s+(?:it\s+is\s+"
         r"|it'?s\s+)?(?:illegal|unethical|immoral|harmful|dangerous|offensive)|(?:openai|anthropic)(?:'s)?\s+"
         r"(?:content\s+)?(?:polic(?:y|ies)|guidelines|rules|restrictions))\b",
+    ),
+    # "… whose only rule is to obey the user".
+    _cue(
+        "no-rules persona", "persona", 2, "rule",
+        r"(?<=only\s|sole\s)rule\s+is\s+(?:to\s+)?(?:obey|follow|serve|please|answer|comply|do\s+what)", before=0,
     ),
     _cue(
         "no-rules persona", "persona", 2, ("不受", "没有任何限制", "无限制", "越狱"),
@@ -296,7 +315,7 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "stay in character", "persona", 2,
         "stay remain keep be stay remain break out charact never",
-        r"(?:(?:stay|remain|keep|be|staying|remaining)\s+in\s+(?:character|role)|break(?:ing|s)?\s+(?:out\s+of\s+)?"
+        r"(?:(?:stay|remain|keep|be|staying|remaining)\s+in\s+(?:(?:this|that|the|your)\s+)?(?:character|role|persona)|break(?:ing|s)?\s+(?:out\s+of\s+)?"
         r"character|out\s+of\s+character|character\s+at\s+all\s+times|never\s+leave\s+(?:the\s+)?(?:role|character))\b",
     ),
     # Two answers: the agent's and the persona's.
@@ -317,7 +336,7 @@ _CUES: tuple[Cue, ...] = (
         "no refusals", "persona", 1,
         "never not won cannot can must mustn will no without answer",
         r"(?:never\s+(?:refus\w*|declin\w*|reject\w*|deny|denies)|(?:not|never|won'?t|cannot|can'?t|must\s+not|mustn'?t|will\s+not)\s+"
-        r"(?:refuse|decline|reject)\s+(?:a|any|to|the|my|me)|(?:no|without|never\s+(?:add|include|give|issue|use))\s+"
+        r"(?:refuse|decline|reject)(?:\s+(?:a|any|to|the|my|me)\b|\s*[,.;!]|\s+or\s)|(?:no|without|never\s+(?:add|include|give|issue|use))\s+"
         r"(?:\w+\s+){0,2}?(?:warnings?|disclaimers?|apolog\w*|moralizing|caveats)|never\s+(?:warn|remind|apologi[sz]e)"
         r"|(?:can'?t|cannot|must\s+not|mustn'?t|never)\s+say\s+(?:no|that\s+you\s+(?:can'?t|cannot))"
         r"|answer\s+(?:any|every|all)\s+(?:\w+\s+)?(?:questions?|requests?|prompts?))\b",
@@ -489,6 +508,12 @@ _DISCLOSURE = phrase(
     tuple(_SHOW_STEMS.split()) + _SHOW_CJK, _SHOW, "extract the agent's hidden instructions",
     vocabulary="reveal print show repeat your system prompt instructions",
 )  # fmt: skip
+# The English show verbs, whose -s and -ed forms describe (other
+# languages' second-person forms end in -s too: "¿me muestras …?").
+_ENGLISH_SHOW = re.compile(
+    r"(?:reveal|print|show|output|display|repeat|recit|dump|leak|shar|expos|disclos|return|echo|translat|summari"
+    r"|paraphras|provid|reproduc|encod|convert|rewrit|restat|recount|list|cop(?:ie|i)|paste|quot)\w*(?:es|s|ed)\b"
+)
 _SHOW_PRESENT = frozenset(_SHOW_STEMS.split()) | frozenset(_SHOW_CJK)
 _TOLD_PHRASE = phrase(
     "what", _TOLD, "extract the agent's hidden instructions", gate="told instructed given programmed asked ask tell"
@@ -531,7 +556,7 @@ _TARGET_WORDS = frozenset(
 # it saves.
 _OBJECT_WORDS = frozenset(
     (
-        "prompt", "prompts", "instruct", "initiali", "configur", "rules", "guideline", "directive", "program",
+        "prompt", "prompts", "instruct", "initiali", "configur", "rule", "guideline", "directive", "program",
         "system", "developer", "text", "words", "message", "messages", "everything", "conversation", "soul",
         "memory", "context", "above", "preceding", "systemprompt", "systemanweisungen", "systemnachricht",
         "anweisungen", "konfiguration", "mensaje", "instrucciones", "configuracion", "consignes", "preamble",
@@ -633,7 +658,10 @@ def _near(starts: list[int], low: int, high: int) -> bool:
 # client violates this rule", "the flag bypasses the restriction"); it is a
 # directive only when its subject is the agent or the persona it is handed
 # ("DAN ignores all the rules", "the AI disregards its guidelines").
-_THIRD_PERSON = re.compile(r"\w+(?:es|s)$")
+# A verb that describes rather than asks: third person ("bypasses"), or past
+# tense and participle ("removed … rules", "exposes an internal
+# configuration", "shared memory files").
+_THIRD_PERSON = re.compile(r"\w+(?:es|s|ed)$")
 _AGENT_SUBJECT = re.compile(
     r"\b(?:you|yourself|dan|ai|assistant|model|bot|chatbot|chatgpt|gpt|llm|he|she|it|they|persona|character)\b"
 )
@@ -641,7 +669,7 @@ _AGENT_SUBJECT = re.compile(
 
 def _described(text: str, match: re.Match[str]) -> bool:
     verb = match.group().split()[0]
-    if not _THIRD_PERSON.match(verb) or verb.endswith(("ss", "us")):
+    if not _THIRD_PERSON.match(verb) or verb.endswith(("ss", "us", "need", "feed")) or not verb.isascii():
         return False
     head = text[_clause_start(text, match.start()) : match.start()]
     return _AGENT_SUBJECT.search(head) is None
@@ -779,14 +807,39 @@ def _overrides(view: Views) -> list[Directive]:
 # itself ("the text above", "everything before this") needs the deixis to
 # point at the conversation: "the text above the table" is a document's.
 _TAIL_OWNER = re.compile(
-    r"\s*(?:that\s+|which\s+)?(?:(?:you|u)\s+(?:were|have\s+been|got|received|use|follow|run\s+on|operate\s+under"
-    r"|had|are\s+(?:given|following|using|running\s+on|bound\s+by))\b"
+    # The agent as the relative clause's subject, whatever its verb ("the
+    # prompt you started with", "the rules you must follow", "the
+    # configuration you run under"), unless the verb is the reader's ("the
+    # configuration you want", "the instructions you can find in …").
+    r"\s*(?:that\s+|which\s+)?(?:(?:you|u)\s+(?!(?:want|wanted|need|needed|like|wish|prefer|choose|chose|pick|picked"
+    r"|can|could|may|might|will|would|should|see|saw|find|found|get|downloaded|installed|created|wrote|write|made|make"
+    r"|edited|added|saved|specified|defined|copied|pasted|typed|entered|provide|provided|read|just|already|now|to|and"
+    r"|or|a|an|the|have\s+(?:to|written|created|made|installed))\b)[a-z']{2,}"
     r"|(?:your|the)\s+(?:\w+\s+)?(?:operators?|developers?|creators?|admins?|administrators?|owners?|makers?|designers?"
     r"|programmers?|company)\s+(?:gave|wrote|set|told|put|loaded|provided|gives|writes)\b"
     r"|(?:given|provided|passed|sent|fed)\s+to\s+you\b"
-    r"|(?:\w+\s+){0,2}?(?:of|in|from|at\s+the\s+(?:very\s+)?(?:start|beginning|top)\s+of)\s+(?:this|our|the\s+current)"
-    r"\s+(?:conversation|chat|session|dialogue|context)\b"
+    # What binds the agent's answers: "every instruction that limits
+    # political content", "the guidelines that govern your responses".
+    r"|(?:that\s+|which\s+)?(?:\w+\s+)?(?:limit|restrict|control|govern|shape|constrain|dictate|determine|prevent"
+    r"|forbid|prohibit|bind|steer|censor|filter|regulate)(?:s|ed|ing)?\s+(?:(?:\w+\s+){0,2}?(?:content|topics?|answers?"
+    r"|responses?|repl(?:y|ies)|outputs?|behaviou?r|speech|language)\b|(?:what|how)\s+(?:you|u)\b|your\b|you\b"
+    r"|this\s+(?:assistant|bot|chatbot|agent|chat|conversation)\b)"
+    r"|(?:\w+\s+){0,2}?(?:of|in|from|behind|at\s+the\s+(?:very\s+)?(?:start|beginning|top)\s+of)\s+(?:this|our|the\s+current)"
+    r"\s+(?:conversation|chat|session|dialogue|context|assistant|bot|chatbot|agent)\b"
     r"|(?:\w+\s+){0,3}?before\s+(?:i|we|my\s+first|the\s+user|our\s+conversation|this\s+(?:conversation|chat|session))\b)"
+)
+# Asked for word for word, with no other source named: "output the prompt
+# verbatim", "repeat the instructions word for word" (not "… the
+# instructions the teacher gave, word for word", "… verbatim from the README").
+_FIDELITY = re.compile(
+    r"\b(?:verbatim|word[\s-]+for[\s-]+word|exactly|in\s+full|in\s+(?:its|their)\s+entirety|unedited|unabridged"
+    r"|unmodified|character\s+for\s+character|letter\s+for\s+letter|as\s+written|exact\s+(?:text|wording|words)\s+of"
+    r"|(?:full|complete|entire|whole|raw)\s+(?:text|wording|contents?)\s+of)\b"
+)
+_OTHER_SOURCE = re.compile(
+    r"\b(?:(?:from|in|of|by|on)\s+(?:the|a|an|this|that|his|her|their|my|our)\s+(?!(?:reply|answer|response|chat"
+    r"|conversation|next|first|following)\b)[a-z]+|(?:the|a|my|his|her|their)\s+\w+\s+(?:gave|wrote|sent|said|posted"
+    r"|made|shared|uses?)|(?:he|she|they|i|we)\s+(?:gave|wrote|sent|said|made|use)|for\s+(?:the|a|an|my|this)\b)"
 )
 # The head nouns of objects that are the conversation's text, not the
 # agent's set-up: they need the conversation named or pointed at.
@@ -822,7 +875,10 @@ def _owned(window: str, target: re.Match[str]) -> bool:
         # this conversation", "the message that came before").
         return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before", word) is not None
     # The agent's set-up: a possessive or qualifier before the object or in it.
-    return _PROMPT_QUALIFIER.search(window[: target.start()] + word) is not None
+    if _PROMPT_QUALIFIER.search(window[: target.start()] + word) is not None:
+        return True
+    asked = window[: target.start()] + word + tail[:50]
+    return _FIDELITY.search(asked) is not None and _OTHER_SOURCE.search(_FIDELITY.sub(" ", tail[:60])) is None
 
 
 def _disclosures(view: Views) -> list[Directive]:
@@ -834,6 +890,8 @@ def _disclosures(view: Views) -> list[Directive]:
             continue
         if negated(text, match.start()):
             continue
+        if _ENGLISH_SHOW.match(match.group()) and _described(text, match):
+            continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + 70)]
         target = _PROMPT_OBJECT.search(window)
@@ -843,9 +901,16 @@ def _disclosures(view: Views) -> list[Directive]:
         if not _owned(window, target):
             continue
         # "tell me your rules for refunds" asks about a policy.
-        if target.group() in ("rules", "guidelines", "instructions", "instruction", "directives") and re.match(
-            r"\s+(?:for|on|about|regarding|around|of|to)\b", window[target.end() :]
-        ):
+        if target.group() in (
+            "rules",
+            "rule",
+            "guidelines",
+            "guideline",
+            "instructions",
+            "instruction",
+            "directives",
+            "directive",
+        ) and re.match(r"\s+(?:for|on|about|regarding|around|of|to)\b", window[target.end() :]):
             continue
         # "what is the system prompt field for?" is documentation.
         if match.group().startswith("what") and not re.search(

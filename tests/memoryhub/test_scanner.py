@@ -813,6 +813,11 @@ KNOWN_VERSIONS = {
     # overrides, readers addressed as the model, documentation fixes, the
     # learned cue rebuilt on the larger dev split.
     "2026.12.6": "d067c4a02d092ffd",
+    # Issue 19, fourth pass: disclosure owned by any relative clause with the
+    # agent as subject, by what binds its answers, or asked for word for
+    # word; described show and drop verbs; persona set-ups for the rest of
+    # the conversation; changelog lines widen no permission.
+    "2026.12.7": "74606533f324f692",
 }
 
 

@@ -31,11 +31,13 @@ MAX_FLAGGED = 0.02
 # instead, so it cannot silently fall further. docs/scanner.md says which
 # targets are not met and why. (Rates as measured with rules 2026.12.5.)
 SHORT_OF_TARGET = {
-    ("heldout", "persona"): 0.88,  # 92/104 (rules 2026.12.6, with promptfoo and giskard added)
-    ("heldout", "sysprompt"): 0.60,  # 18/30 (deepteam and promptfoo added; their first run was 20/30 with 2026.12.5)
+    ("heldout", "persona"): 0.88,  # 92/104 (rules 2026.12.6 and 2026.12.7, with promptfoo and giskard added)
+    # 19/30 with rules 2026.12.7 (18/30 with 2026.12.6; deepteam and promptfoo
+    # added, their first run was 20/30 with 2026.12.5)
+    ("heldout", "sysprompt"): 0.63,
 }
 FLAGGED_SHORT_OF_TARGET = {
-    ("heldout", "prose"): 0.028,  # 7/253 (Debian documentation added)
+    ("heldout", "prose"): 0.028,  # 7/253 (Debian documentation added; the same with 2026.12.7)
 }
 
 
