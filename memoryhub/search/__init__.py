@@ -19,9 +19,10 @@ Ranking is hybrid (issue 21; docs/architecture.md, "Search"):
 - keyword (`text.py`, `index.py`): folded, lightly stemmed terms, typo and
   compound matches, BM25 within the scope plus recency:
   `score = Σ term weights + 0.7·b/(1+b) + 0.3·recency`;
-- semantic (`semantic.py`): SIF-pooled wordllama vectors made by the
-  worker, compared by cosine within the scope after the scope's common
-  direction is removed, the query pulled toward its nearest entries;
+- semantic (`semantic.py`, `minilm.py`): all-MiniLM-L6-v2 sentence
+  vectors made by the worker, compared by cosine within the scope after
+  the scope's common direction is removed, the query pulled toward its
+  nearest entries;
 - fused by weighted reciprocal rank (k = 60); a keyword hit weighs by the
   share of the query it covers. Each hit says `how` it was found.
 
@@ -255,13 +256,17 @@ def search(*, agent: Agent, user_ref: str | None, query: str, limit: int = 10) -
     stored = index.vectors_for(agent=agent, docs=docs)
     if index.missing_vectors(docs, stored):
         _queue_embedding(agent, user_ref or "", docs)
-    # The query as written: SIF weighting (semantic.py) already makes its
-    # function words count for little, and they still carry some meaning
-    # ("not", "before", "how much").
-    semantic_text = query
+    # The query as written, function words included (they carry meaning:
+    # "not", "before", "how much"), without the keyword syntax: the encoder
+    # reads "mudguard*" as another word than "mudguard".
+    semantic_text = _without_operators(query)
     vector = [_candidate(r, "semantic") for r in index.vector_rank(docs, stored, semantic_text, now)]
     ranked = fuse([keyword, vector], weights=(KEYWORD_WEIGHT, VECTOR_WEIGHT)) if vector else keyword
     return [_with_safe_snippet(candidate) for candidate in ranked[:limit]]
+
+
+def _without_operators(query: str) -> str:
+    return " ".join(query.replace("*", " ").replace('"', " ").split()) or query
 
 
 def _candidate(ranked: index.Ranked, how: str) -> Candidate:

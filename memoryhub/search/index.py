@@ -48,7 +48,7 @@ RECENCY_WEIGHT = 0.3
 RECENCY_HALF_LIFE_DAYS = 30
 K1, B = 1.2, 0.75
 VECTOR_DEPTH = 20
-VECTOR_FLOOR = 0.1
+VECTOR_FLOOR = 0.2
 VECTOR_RECENCY = 0.05
 # Tuned on the dev split only (docs/benchmarks.md). The common direction is
 # estimated from at most COMMON_SAMPLE of the scope's vectors: it is the

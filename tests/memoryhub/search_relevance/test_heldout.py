@@ -20,14 +20,15 @@ pytestmark = pytest.mark.django_db
 
 TARGETS = {"exact": 0.9, "morphology": 0.9, "prefix": 0.9, "ids": 0.9, "languages": 0.9, "typo": 0.8,
            "paraphrase": 0.8}
-# Not met: the first held-out run gave 0.615 on both databases (8/13); plain
-# wordllama is the limit (docs/benchmarks.md). Asserted at what was measured,
-# so a change that loses paraphrases fails; raise it with a better model.
-MEASURED = {"paraphrase": 0.7}  # second round: 0.731 on both databases
-MEASURED_2 = 0.65  # first run 0.652 on both databases (15/23)
+# Met since the third round (all-MiniLM-L6-v2, docs/benchmarks.md): the
+# held-out runs gave 0.846 (HELD_OUT, its third run; 0.615 and 0.731 with
+# wordllama) and 0.891 (HELD_OUT_2, its second run; 0.652 with wordllama),
+# identical on both databases. Asserted at the target.
+MEASURED: dict[str, float] = {}
+MEASURED_2 = 0.8
 # The dev split's rates as tuned (a floor, so a change that loses any fails).
 DEV_FLOORS = {"exact": 1.0, "stem": 1.0, "phrase": 1.0, "prefix": 1.0, "language": 1.0, "ids": 1.0,
-              "typo": 1.0, "paraphrase": 0.74}
+              "typo": 0.83, "paraphrase": 0.88}
 
 
 def table(title: str, rates: dict[str, float]) -> str:
