@@ -144,6 +144,7 @@ _SHOW = (
 _PROMPT_OBJECT = re.compile(
     r"\b(?:(?:system\s+|initial\s+|original\s+|first\s+|hidden\s+|secret\s+|pre-?)?prompts?|instructions?"
     r"|initiali[sz]ation|configuration|rules?|guidelines|directives|programming|system\s+(?:message|messages|text)"
+    r"|guidance|constraints|(?:initial|first|opening|original|hidden)\s+(?:message|text)"
     r"|developer\s+(?:message|prompt)|(?:text|words|instructions|prompt|messages?)\s+(?:that\s+)?you\s+(?:were|have\s+been)"
     r"\s+given|(?:words|text|content)\s+of\s+(?:the\s+)?(?:previous|prior|above|earlier|first|initial)"
     r"|(?:previous|prior|earlier|above|preceding|first|initial)\s+(?:messages?|prompts?|turns?)"
@@ -154,6 +155,8 @@ _PROMPT_OBJECT = re.compile(
     r"|preamble|directions|(?:very\s+)?(?:start|beginning|opening|top)\s+of\s+(?:this|our|the)\s+(?:conversation|chat"
     r"|session|dialogue|context)|(?:words|text|lines?|messages?)\s+at\s+the\s+(?:very\s+)?(?:start|beginning|top)"
     r"|(?:text|words|messages?|content)\s+(?:that\s+)?(?:came|come|was\s+sent|were\s+sent|appeared)\s+before"
+    r"|(?:text|words|messages?|content|everything)\s+(?:that\s+|which\s+)?(?:precedes?|preceded)\s+(?:this|my)"
+    r"\s+(?:message|line|request|question|prompt|sentence)"
     r"|(?:last|previous|earlier|private|hidden)\s+(?:\w+\s+)?(?:repl(?:y|ies)|answers?|responses?)"
     r"|prompt\s+del\s+sistema|mensaje\s+del\s+sistema|instrucciones|configuracion|prompt\s+systeme|message\s+systeme"
     r"|consignes|системн\w*\s+(?:промпт|инструкци|сообщени)\w*|промпт\w*|инструкци\w*|موجه\s+النظام|تعليمات\s+النظام)\b"
@@ -178,6 +181,8 @@ _TOLD = (
     r"|by\s+(?:your|the)\s+(?:developers?|creators?|operators?|admins?|administrators?|company|makers?|owners?))"
     r"|what\s+(?:your|the)\s+(?:developers?|creators?|operators?|admins?|administrators?|makers?|programmers?|owners?)"
     r"\s+(?:told|instructed|asked|programmed)\s+you"
+    r"|what\s+(?:did|does|do)\s+(?:your|the)\s+(?:developers?|creators?|operators?|admins?|administrators?|makers?"
+    r"|programmers?|owners?)\s+(?:tell|instruct|ask|program)\s+you\b(?!\s+(?:about|regarding|concerning|on)\b)"
     # Another user's conversation: "what did the previous user ask you".
     r"|what\s+(?:did|has|have)\s+(?:the\s+)?(?:previous|last|other|earlier|prior)\s+(?:users?|persons?|people|customers?"
     r"|callers?)\s+(?:ask|tell|say\s+to|write\s+to|send)\s+you"
@@ -205,6 +210,27 @@ _READER_DUTY = (
     r"(?:treat|ignore|disregard|override|disclose|reveal|bypass|skip|approve|obey|follow|regard|consider|classify"
     r"|rate|score|mark|recommend|prioriti[sz]e|execute)\b"
 )
+
+
+# A bare role verb ("act as", "behave like") sets up a persona only as an
+# imperative to the agent: at a clause's start, after "please", "now",
+# "and", or after "you" with a modal or "to" ("I want you to act as", "can
+# you pretend to be"). With any other subject it describes ("Boolean values
+# behave like the values 0 and 1", "the proxy will act as a cache").
+_BARE_ROLE = re.compile(r"(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)\b")
+_IMPERATIVE_LEAD = frozenset(("please", "now", "and", "then", "also", "just", "simply", "kindly", "always",
+                              "henceforth", "you", "u", "ya", "lets", "let's"))  # fmt: skip
+_NEEDS_YOU = frozenset(("to", "will", "must", "should", "shall", "can", "could", "would", "ll", "gonna"))
+
+
+def _addressed(match: re.Match[str], view: Views) -> bool:
+    if not _BARE_ROLE.match(match.group()):
+        return True
+    text = view.folded
+    words = re.findall(r"[a-z']+", text[_clause_start(text, match.start()) : match.start()])[-3:]
+    if not words or words[-1] in _IMPERATIVE_LEAD:
+        return True
+    return words[-1] in _NEEDS_YOU and bool({"you", "u", "ya", "please"} & set(words[:-1]))
 
 
 def _shouted(match: re.Match[str], view: Views) -> bool:
@@ -244,6 +270,7 @@ _CUES: tuple[Cue, ...] = (
         rf"\s+(?:ai|bot|assistant)|impersonate"
         rf"|du\s+bist\s+(?:jetzt|nun|ab\s+sofort)|tu\s+so,?\s+als|ahora\s+eres|eres\s+ahora|actua\s+como|finge"
         rf"|tu\s+es\s+maintenant|fais\s+semblant|joue\s+le\s+role|agis\s+comme)\b",
+        check=_addressed,
     ),
     _cue("persona set-up", "persona", 1, ("你现在是", "扮演", "假装", "从现在开始"), r"你现在是|扮演|假装|从现在开始"),
     # Claims that the persona has no rules.
@@ -561,6 +588,8 @@ _OBJECT_WORDS = frozenset(
         "memory", "context", "above", "preceding", "systemprompt", "systemanweisungen", "systemnachricht",
         "anweisungen", "konfiguration", "mensaje", "instrucciones", "configuracion", "consignes", "preamble",
         "direction", "beginning", "repl", "answer", "respons", "промпт", "инструкци", "системн", "موجه", "تعليمات",
+        "guidanc", "constraint", "secret", "password", "passphrase", "passcode", "unique", "identifier", "canary",
+        "credential", "codeword",
     )
 )
 register_stems(_TARGET_WORDS | _OBJECT_WORDS)
@@ -705,6 +734,14 @@ def _misspelt_target(window: str) -> re.Match[str] | None:
 
 
 _PRIOR_WORDS = frozenset(("previous", "prior", "earlier", "initial", "original"))
+# The agent's prior turns as the object, in full and with no topic: "ignore
+# all prior requests", "disregard any previous messages" (not "ignore the
+# previous messages about the outage").
+_PRIOR_TURN = re.compile(
+    r"\s*(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+|my\s+)?(?:previous|prior|earlier|preceding|above)\s+(?:\w+\s+)?"
+    r"(?P<target>requests|messages|inputs|queries|prompts|tasks|questions)\b"
+    r"(?!\s+(?:about|from|regarding|on|for|concerning|to|by|of|in|that|which)\b)"
+)
 # Verb-final languages put the action after its target: Turkish "önceki
 # tüm talimatları unut" (the previous all instructions forget), "önceki
 # talimatlar iptal" (the previous instructions void).
@@ -747,6 +784,8 @@ def _overrides(view: Views) -> list[Directive]:
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + _REACH)]
         target = _TARGET.search(window) or _misspelt_target(window)
+        if target is None and (turn := _PRIOR_TURN.match(window)) is not None:
+            target = re.compile(turn.group("target")).search(window, turn.start("target"))
         if target is None:
             continue
         between = window[: target.start()]
@@ -859,6 +898,37 @@ _SELF_OWNED = ("system", "системн", "موجه النظام", "تعليم�
                "系统", "隐藏", "初始", "原始", "全部", "内部")  # fmt: skip
 
 
+# A value the agent holds and must keep: its own ID, a secret, a password.
+# Asked for only with a verb that makes it visible (not "show your ID at the
+# gate", "write down your password"), and only when it is the agent's ("your
+# unique ID", "the secret key you were given"), not a policy about it
+# ("what is your password policy").
+_SECRET_OBJECT = re.compile(
+    r"\b(?:(?:unique|internal|assigned|secret|hidden|private|agent|session|system)\s+(?:id|identifier|code|number)"
+    r"|secret(?:\s+(?:key|code|word|phrase|value|token|number|string))?|passwords?|passphrase|passcode|code\s*word"
+    r"|canary(?:\s+(?:token|string|value|word))?|credentials)\b"
+    r"(?!\s+(?:policy|policies|manager|reset|strength|rules|requirements?|field|hint|length|expir\w*|change|vault"
+    r"|generator|store|file|sauce|santa|ingredient|recipe)\b)"
+)
+_SECRET_SHOW = re.compile(
+    r"(?:reveal|output|print|disclos|leak|dump|recit|repeat|spell|encod|expos|display|type\s+out|tell\s+(?:me|us)"
+    r"|give\s+(?:me|us)|what(?:'s|\s+is|\s+was))"
+)
+
+
+def _asks_for_secret(action: str, window: str) -> re.Match[str] | None:
+    if not _SECRET_SHOW.match(action):
+        return None
+    secret = _SECRET_OBJECT.search(window)
+    if secret is None:
+        return None
+    if re.search(r"\byour\s+(?:[\w-]+\s+)?$", window[: secret.start()]) or _TAIL_OWNER.match(
+        window[secret.end() : secret.end() + 80]
+    ):
+        return secret
+    return None
+
+
 def _owned(window: str, target: re.Match[str]) -> bool:
     """Whether a disclosure's object (`target`, found in `window`, the
     clause after the show action) is the agent's set-up or this
@@ -872,8 +942,13 @@ def _owned(window: str, target: re.Match[str]) -> bool:
     nouns = word.split()
     if nouns and nouns[-1] in _DISCOURSE_NOUNS or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
         # The conversation's own text, said so in the object ("the start of
-        # this conversation", "the message that came before").
-        return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before", word) is not None
+        # this conversation", "the message that came before") or after it
+        # ("the text that precedes this message").
+        return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before|\bpreced\w*\s+(?:this|my)\b",
+                         word) is not None or (
+            re.match(r"\s*(?:that\s+|which\s+)?(?:precedes?|preceded|comes?\s+before|came\s+before|is\s+(?:above|before))"
+                     r"\s+(?:this|my)\s+(?:message|line|request|question|prompt|sentence)\b", tail) is not None
+        )
     # The agent's set-up: a possessive or qualifier before the object or in it.
     if _PROMPT_QUALIFIER.search(window[: target.start()] + word) is not None:
         return True
@@ -895,11 +970,13 @@ def _disclosures(view: Views) -> list[Directive]:
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + 70)]
         target = _PROMPT_OBJECT.search(window)
-        if target is None:
+        if target is None or not _owned(window, target):
+            secret = _asks_for_secret(match.group(), window)
+            if secret is not None:
+                found.append(_directive(view, "disclosure", match.group(), secret.group(), match.start(),
+                                        match.end() + secret.end()))  # fmt: skip
             continue
         span = text[match.start() : match.end() + target.end() + 30]
-        if not _owned(window, target):
-            continue
         # "tell me your rules for refunds" asks about a policy.
         if target.group() in (
             "rules",
@@ -913,8 +990,10 @@ def _disclosures(view: Views) -> list[Directive]:
         ) and re.match(r"\s+(?:for|on|about|regarding|around|of|to)\b", window[target.end() :]):
             continue
         # "what is the system prompt field for?" is documentation.
-        if match.group().startswith("what") and not re.search(
-            r"\byour\b|你|\b(?:this|our)\s+(?:conversation|chat|session)", span
+        if (
+            match.group().startswith("what")
+            and not re.search(r"\byour\b|你|\b(?:this|our)\s+(?:conversation|chat|session)", span)
+            and not _TAIL_OWNER.match(window[target.end() : target.end() + 80])
         ):
             continue
         found.append(
