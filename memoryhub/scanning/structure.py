@@ -690,14 +690,17 @@ def _near(starts: list[int], low: int, high: int) -> bool:
 # A verb that describes rather than asks: third person ("bypasses"), or past
 # tense and participle ("removed … rules", "exposes an internal
 # configuration", "shared memory files").
+_WORD_REST = re.compile(r"[a-z]*")
 _THIRD_PERSON = re.compile(r"\w+(?:es|s|ed)$")
 _AGENT_SUBJECT = re.compile(
     r"\b(?:you|yourself|dan|ai|assistant|model|bot|chatbot|chatgpt|gpt|llm|he|she|it|they|persona|character)\b"
 )
 
 
-def _described(text: str, match: re.Match[str]) -> bool:
-    verb = match.group().split()[0]
+def _described(text: str, match: re.Match[str], rest: str = "") -> bool:
+    # `rest`: the letters of the verb's word past the match ("ed" of
+    # "returned", where the pattern took "return").
+    verb = match.group().split()[0] + rest
     if not _THIRD_PERSON.match(verb) or verb.endswith(("ss", "us", "need", "feed")) or not verb.isascii():
         return False
     head = text[_clause_start(text, match.start()) : match.start()]
@@ -733,6 +736,11 @@ def _misspelt_target(window: str) -> re.Match[str] | None:
     return None
 
 
+_IN_A_DOCUMENT = re.compile(
+    r"\s+(?:in|from|of|on)\s+(?:the|this|that|our|my|each|every)\s+(?:[\w-]+\s+)?(?:tutorial|readme|guide|docs?"
+    r"|documentation|manual|section|chapter|page|step|article|book|post|wiki|video|course|handbook|installer"
+    r"|installation|setup|changelog|faq|template|example|recipe|box|file|package|release\s+notes)s?\b"
+)
 _PRIOR_WORDS = frozenset(("previous", "prior", "earlier", "initial", "original"))
 # The agent's prior turns as the object, in full and with no topic: "ignore
 # all prior requests", "disregard any previous messages" (not "ignore the
@@ -792,6 +800,10 @@ def _overrides(view: Views) -> list[Directive]:
         after = window[target.end() : target.end() + 40]
         qualifier = _QUALIFIER.search(between) or _QUALIFIER.match(after.lstrip()) or _QUALIFIER.search(after[:25])
         if qualifier is None:
+            continue
+        # Instructions that a document holds are the document's: "ignore the
+        # previous instructions in the tutorial if you use the image".
+        if _IN_A_DOCUMENT.match(after):
             continue
         # "everything"/"anything" are targets only with a past-tense tail:
         # "forget everything you were told", not "ignore anything urgent".
@@ -965,7 +977,11 @@ def _disclosures(view: Views) -> list[Directive]:
             continue
         if negated(text, match.start()):
             continue
-        if _ENGLISH_SHOW.match(match.group()) and _described(text, match):
+        # A verb the pattern took only the start of ("return" in
+        # "returned ... the constraints") is judged by its whole word.
+        rest = _WORD_REST.match(text, match.end(), match.end() + 12)
+        letters = rest.group() if rest is not None and " " not in match.group() else ""
+        if _ENGLISH_SHOW.match(match.group() + letters) and _described(text, match, letters):
             continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + 70)]
