@@ -349,7 +349,9 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "answer twice", "persona", 2,
         "two both answer respond reply one normal classic jailbr dan develop your insert second",
-        r"(?:(?:two|both)\s+(?:different\s+|separate\s+|distinct\s+)?(?:responses|answers|replies|ways|outputs)"
+        # ("two ways" alone is prose: "there are two ways to do this".)
+        r"(?:(?:two|both)\s+(?:different\s+|separate\s+|distinct\s+)?(?:responses|answers|replies|outputs"
+        r"|ways\s+(?:of\s+)?(?:answering|responding|replying))"
         r"|(?:answer|respond|reply)\s+(?:twice|in\s+two)|one\s+(?:normal|regular)\s+(?:one\s+)?and\s+one"
         r"|(?:normal|classic)\s+(?:output|response)|(?:jailbreak|jailbroken|dan|developer\s+mode)\s+(?:output"
         r"|response)|your\s+refusal,?\s+beginning\s+with|insert\s+(?:a\s+)?divider|second\s+\(?(?:liberated|rebel))\b",
@@ -691,6 +693,7 @@ def _near(starts: list[int], low: int, high: int) -> bool:
 # tense and participle ("removed … rules", "exposes an internal
 # configuration", "shared memory files").
 _WORD_REST = re.compile(r"[a-z]*")
+_NOMINAL = re.compile(r"[a-z]+(?:tions?|als?|ances?|ences?)$")
 _THIRD_PERSON = re.compile(r"\w+(?:es|s|ed)$")
 _AGENT_SUBJECT = re.compile(
     r"\b(?:you|yourself|dan|ai|assistant|model|bot|chatbot|chatgpt|gpt|llm|he|she|it|they|persona|character)\b"
@@ -788,6 +791,10 @@ def _overrides(view: Views) -> list[Directive]:
         if negated(text, match.start()):
             continue
         if _described(text, match):
+            continue
+        # A noun names an act, it asks for none: "a violation for all the
+        # constraints", "removal of all the leading prompts".
+        if _NOMINAL.match(match.group()):
             continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + _REACH)]
@@ -941,16 +948,30 @@ def _asks_for_secret(action: str, window: str) -> re.Match[str] | None:
     return None
 
 
+_INDEFINITE = re.compile(r"\b(?:a|an|one|single|another|some|any)\s+(?:[\w-]+\s+)?$")
+_POSTPOSED_DEIXIS = re.compile(r"\s+(?:above|so\s+far|before\s+this(?:\s+(?:message|line|one))?)\b")
+_PLACE = re.compile(r"\s+(?:the|a|an|each|every|its|their|this|that|current|any)\b")
+
+
 def _owned(window: str, target: re.Match[str]) -> bool:
     """Whether a disclosure's object (`target`, found in `window`, the
     clause after the show action) is the agent's set-up or this
     conversation's text."""
     word = target.group()
     tail = window[target.end() : target.end() + 80]
+    before = window[: target.start()]
+    # Some prompt or other ("return it as a system message", "print a
+    # prompt") is not the agent's own.
+    if _INDEFINITE.search(before) and "your" not in before:
+        return False
     if word.startswith(_SELF_OWNED) or _TAIL_OWNER.match(tail):
         return True
     if _DEIXIS.search(word):
         return _PREPOSITION.match(tail) is None
+    # The deixis after the object: "show me the prompt above" (not "the
+    # prompt above the input field").
+    if (after := _POSTPOSED_DEIXIS.match(tail)) is not None:
+        return _PREPOSITION.match(tail, after.end()) is None
     nouns = word.split()
     if nouns and nouns[-1] in _DISCOURSE_NOUNS or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
         # The conversation's own text, said so in the object ("the start of
@@ -962,7 +983,12 @@ def _owned(window: str, target: re.Match[str]) -> bool:
                      r"\s+(?:this|my)\s+(?:message|line|request|question|prompt|sentence)\b", tail) is not None
         )
     # The agent's set-up: a possessive or qualifier before the object or in it.
-    if _PROMPT_QUALIFIER.search(window[: target.start()] + word) is not None:
+    for qualifier in _PROMPT_QUALIFIER.finditer(before + word):
+        # "above" and "before" as prepositions place the output ("print
+        # above the current prompt", "shown before the prompt"); they do not
+        # name the prompt.
+        if qualifier.group() in ("above", "before") and _PLACE.match(before + word, qualifier.end()):
+            continue
         return True
     asked = window[: target.start()] + word + tail[:50]
     return _FIDELITY.search(asked) is not None and _OTHER_SOURCE.search(_FIDELITY.sub(" ", tail[:60])) is None
