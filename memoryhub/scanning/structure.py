@@ -88,7 +88,8 @@ _QUALIFIER = re.compile(
     # "all-local rule", "non standard make rules": compounds, not quantifiers.
     r"(?<!non\s)(?<!non-)\b(?!(?:all|any|every)-\w)(?:your|yours|yourself|previous(?:ly)?|prior|above|earlier|preceding|foregoing|initial|original|system|standard"
     r"|developer|all|any|every|openai|anthropic|chatgpt|content|safety|ethical|moral|built-in|programmed"
-    r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had)"
+    r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had"
+    r"|have\s+learn(?:ed|t)(?!\s+(?:about|on|regarding|from|in|so\s+far\s+about)\b))"
     r"|dein\w*|ihre[nms]?|alle[nms]?|bisherig\w*|vorherig\w*|vorig\w*|fruher\w*|obig\w*|ursprunglich\w*|system\w*"
     r"|bisher|tus|sus|todas?|todos|anteriores|previas|originales|iniciales|del\s+sistema|de\s+arriba|que\s+te"
     r"|tes|vos|toutes|tous|precedentes|anterieures|initiales|du\s+systeme|ta|ton|votre|ci-dessus"
@@ -243,7 +244,8 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "persona set-up", "persona", 1,
         "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom "
-        "impersonat du tu ahora eres actua finge fais joue agis rest henceforth playing portray hypothet",
+        "impersonat du tu ahora eres actua finge fais joue agis rest henceforth playing portray hypothet a an in "
+        "transform",
         rf"(?:{_YOU}(?:\s+are|'re|\s+will\s+be|\s+shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become"
         rf"|simulate|roleplay|role-play|answer|respond)|about\s+to\s+(?:\w+\s+)?(?:act|become|immerse|play|be)|no\s+longer)"
         rf"|{_YOU}(?:\s+are|'re)\s+(?:a|an)\s+(?:[\w'-]+\s+){{0,3}}?(?:called|named|known\s+as)"
@@ -261,6 +263,11 @@ _CUES: tuple[Cue, ...] = (
         rf"|hypothetical\s+(?:scenario|world|situation|setting)|imagine\s+(?:a|an)\s+(?:world|universe|reality|future)"
         rf"\s+(?:where|in\s+which)"
         rf"|{_YOU}\s+are\s+(?:now\s+)?(?:operating|acting|functioning|running|speaking)\s+as"
+        # A character handed over by name or by role: "a fictional character
+        # called Morty", "in character as RYX", "your persona is …".
+        rf"|(?:a|an)\s+(?:fictional|imaginary|hypothetical)\s+(?:\w+\s+)?(?:character|persona|ai|entity|chatbot|bot)"
+        rf"\s+(?:called|named|known\s+as)|in\s+character\s+as|your\s+(?:new\s+)?(?:persona|character|role|identity)"
+        rf"\s+(?:is|will\s+be)\b|transform\s+(?:yourself\s+)?into"
         rf"|{_YOU}\s+are\s+not\s+(?:your\s+)?(?:\w+\s+)?(?:persona|self|assistant|ai|chatgpt|claude|gpt)"
         rf"|(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)"
         rf"|pretend\s+(?:that\s+)?{_YOU}(?:'re|'ve|\s+have|\s+were)"
@@ -278,10 +285,12 @@ _CUES: tuple[Cue, ...] = (
         "no-rules persona", "persona", 2,
         "do can no without free zero not never doesn don lack none unfilter uncensor unrestrict unlimit amoral immoral "
         "jailbr dan develop god evil opposit broken break freed regardless even openai anthropic sin sans ohne keine "
+        "matter "
         "unfilt unfliter godmod liberated does won rebel ethics filter safety censorship guardrail restriction",
         r"(?:do\s+anything\s+now|can\s+do\s+anything|(?:no|without|free\s+(?:of|from)|zero|not\s+have\s+any|doesn'?t"
         r"\s+have\s+any|don'?t\s+have\s+any|lacks?\s+any|none\s+of\s+the|sin|sans|ohne|keine)\s+(?:\w+\s+){0,2}?"
         r"(?:restrictions|limits|limitations|filters?|filtering|censorship|boundaries|rules|guidelines|morals|ethics"
+        r"|prohibitions"
         r"|moral\s+(?:compass|code|restrictions|guidelines|limits)|ethical\s+(?:guidelines|restrictions|constraints"
         r"|boundaries|considerations|limits)|constraints|guardrails|safeguards|restricciones|filtros|limites|reglas"
         r"|censura|filtres|regles|censure|einschrankungen|filter|regeln|grenzen|zensur)"
@@ -294,7 +303,9 @@ _CUES: tuple[Cue, ...] = (
         r"|(?:filters?|ethics|safety|censorship|guardrails|restrictions)\s*:\s*(?:disabled|off|none|removed)"
         r"|(?:dan|jailbreak|god|evil|unrestricted|unfiltered|uncensored|opposite)\s+mode|developer\s+mode\s+"
         r"(?:enabled|output|response)|broken\s+free|break\s+free|freed\s+from|regardless\s+of\s+(?:how\s+)?"
-        r"(?:immoral|unethical|illegal|dangerous|harmful|offensive|legality|morality|ethics)|even\s+if\s+(?:it\s+is\s+"
+        r"(?:immoral|unethical|illegal|dangerous|harmful|offensive|legality|morality|ethics)"
+        r"|no\s+matter\s+how\s+(?:[\w-]+,?\s+(?:or\s+)?){0,4}?(?:immoral|unethical|illegal|dangerous|harmful|inhumane"
+        r"|offensive)|even\s+if\s+(?:it\s+is\s+"
         r"|it'?s\s+)?(?:illegal|unethical|immoral|harmful|dangerous|offensive)|(?:openai|anthropic)(?:'s)?\s+"
         r"(?:content\s+)?(?:polic(?:y|ies)|guidelines|rules|restrictions))\b",
     ),
@@ -368,7 +379,7 @@ _CUES: tuple[Cue, ...] = (
         r"(?:refuse|decline|reject)(?:\s+(?:a|any|to|the|my|me)\b|\s*[,.;!]|\s+or\s)|(?:no|without|never\s+(?:add|include|give|issue|use))\s+"
         r"(?:\w+\s+){0,2}?(?:warnings?|disclaimers?|apolog\w*|moralizing|caveats)|never\s+(?:warn|remind|apologi[sz]e)"
         r"|(?:can'?t|cannot|must\s+not|mustn'?t|never)\s+say\s+(?:no|that\s+you\s+(?:can'?t|cannot))"
-        r"|answer\s+(?:any|every|all)\s+(?:\w+\s+)?(?:questions?|requests?|prompts?))\b",
+        r"|(?:answer|answers|fulfil|fulfill|fulfils|fulfills)\s+(?:any|every|all)\s+(?:\w+\s+)?(?:questions?|requests?|prompts?))\b",
     ),
     # Arguing the agent out of refusing: its refusals called harm, its
     # training or guidelines called a mistake.
@@ -752,6 +763,10 @@ _PRIOR_TURN = re.compile(
     r"\s*(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+|my\s+)?(?:previous|prior|earlier|preceding|above)\s+(?:\w+\s+)?"
     r"(?P<target>requests|messages|inputs|queries|prompts|tasks|questions)\b"
     r"(?!\s+(?:about|from|regarding|on|for|concerning|to|by|of|in|that|which)\b)"
+    # With no quantifier, the prior turns must end the clause: "[IGNORE
+    # PRIOR INPUTS]", not "ignore previous messages, the outage is over".
+    r"|\s*(?:the\s+|your\s+|my\s+)?(?:previous|prior|earlier|preceding)\s+(?P<bare>requests|messages|inputs|queries|prompts)"
+    r"(?=\s*(?:$|[\].!;\n]))"
 )
 # Verb-final languages put the action after its target: Turkish "önceki
 # tüm talimatları unut" (the previous all instructions forget), "önceki
@@ -800,7 +815,8 @@ def _overrides(view: Views) -> list[Directive]:
         window = text[match.end() : min(end, match.end() + _REACH)]
         target = _TARGET.search(window) or _misspelt_target(window)
         if target is None and (turn := _PRIOR_TURN.match(window)) is not None:
-            target = re.compile(turn.group("target")).search(window, turn.start("target"))
+            noun = "target" if turn.group("target") is not None else "bare"
+            target = re.compile(turn.group(noun)).search(window, turn.start(noun))
         if target is None:
             continue
         between = window[: target.start()]
@@ -816,7 +832,7 @@ def _overrides(view: Views) -> list[Directive]:
         # "forget everything you were told", not "ignore anything urgent".
         word = target.group()
         if word in _EVERYTHING and not re.match(
-            r"\W*(?:(?:that\s+)?(?:you\s+(?:were|have\s+been|got|know)|i\s+(?:said|told)|above|before|so\s+far"
+            r"\W*(?:(?:that\s+)?(?:you\s+(?:were|have\s+been|got|know|(?:have\s+)?learn(?:ed|t)(?!\s+(?:about|on|regarding|from|in)\b))|i\s+(?:said|told)|above|before|so\s+far"
             r"|until\s+now|previously|written|said)|was\s+(?:dir|ihnen|man)|(?:dir|ihnen)\s+bisher|bisher|zuvor|oben"
             r"|lo\s+(?:anterior|de\s+arriba|que\s+te)|ce\s+qu|ce\s+qui)",
             after,
