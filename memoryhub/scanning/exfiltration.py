@@ -485,7 +485,7 @@ _SEARCH_WORD = re.compile(r"-?\"?[\w.-]{1,30}\"?")
 def _query_data(url: str, *, link: bool = False) -> bool:
     """A query value that is data rather than a setting: a slot named in
     capitals, or long encoded text that is not itself a URL or a path."""
-    for _name, value in urllib.parse.parse_qsl(_split(url).query, keep_blank_values=True):
+    for name, value in urllib.parse.parse_qsl(_split(url).query, keep_blank_values=True):
         if _DATA_SLOT.match(value):
             return True
         # A URL, a path, an inline asset (a badge's `logo=data:image/…`) or
@@ -499,7 +499,7 @@ def _query_data(url: str, *, link: bool = False) -> bool:
         # is:open label:"good first issue"`): operators are the document's
         # query, not text the model was asked to carry out. (An image is
         # fetched unasked: it gets no such allowance.)
-        if link and _name in _SEARCH_KEYS and len(words) <= 12 and any(_OPERATOR.fullmatch(w) for w in words) and all(
+        if link and name in _SEARCH_KEYS and len(words) <= 12 and any(_OPERATOR.fullmatch(w) for w in words) and all(
             _OPERATOR.fullmatch(w) or _SEARCH_WORD.fullmatch(w) for w in words
         ):
             continue
