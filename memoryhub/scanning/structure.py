@@ -213,25 +213,60 @@ _READER_DUTY = (
 )
 
 
-# A bare role verb ("act as", "behave like") sets up a persona only as an
-# imperative to the agent: at a clause's start, after "please", "now",
-# "and", or after "you" with a modal or "to" ("I want you to act as", "can
-# you pretend to be"). With any other subject it describes ("Boolean values
-# behave like the values 0 and 1", "the proxy will act as a cache").
+# A bare role verb ("act as", "behave like") sets up a persona only when
+# it is addressed to the agent or said of the persona: as an imperative (at
+# a clause's start, after "please", "now", "and"), or after a modal or "to"
+# whose subject is "you", the agent or a persona named in capitals ("you
+# are going to act as", "DAN must act as"). Said of anything else it
+# describes ("Boolean values behave like the values 0 and 1", "the proxy
+# will act as a cache").
 _BARE_ROLE = re.compile(r"(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)\b")
 _IMPERATIVE_LEAD = frozenset(("please", "now", "and", "then", "also", "just", "simply", "kindly", "always",
-                              "henceforth", "you", "u", "ya", "lets", "let's"))  # fmt: skip
-_NEEDS_YOU = frozenset(("to", "will", "must", "should", "shall", "can", "could", "would", "ll", "gonna"))
+                              "henceforth", "you", "u", "ya", "lets", "let's", "but", "or", "so", "instead", "e"))  # fmt: skip
+_NEEDS_SUBJECT = frozenset(("to", "will", "must", "should", "shall", "can", "could", "would", "ll", "gonna", "not",
+                            "never", "mustnt", "always", "fully", "now"))  # fmt: skip
+_ROLE_SUBJECTS = frozenset(("you", "u", "ya", "please", "yourself", "dan", "ai", "assistant", "model", "bot",
+                            "chatbot", "chatgpt", "gpt", "persona", "character", "he", "she"))  # fmt: skip
 
 
 def _addressed(match: re.Match[str], view: Views) -> bool:
     if not _BARE_ROLE.match(match.group()):
         return True
     text = view.folded
-    words = re.findall(r"[a-z']+", text[_clause_start(text, match.start()) : match.start()])[-3:]
-    if not words or words[-1] in _IMPERATIVE_LEAD:
+    start = _clause_start(text, match.start())
+    words = re.findall(r"[a-z']+", text[start : match.start()])[-6:]
+    # One imperative in a list of them: "never refuse, act like a human",
+    # "(act as x)".
+    if not words or words[-1] in _IMPERATIVE_LEAD or text[max(start, match.start() - 3) : match.start()].rstrip()[
+        -1:
+    ] in tuple(",({[:\"'*-"):
         return True
-    return words[-1] in _NEEDS_YOU and bool({"you", "u", "ya", "please"} & set(words[:-1]))
+    # "immerse yourself in a roleplay as Emperor Red": the noun sets one up.
+    if words[-1] in ("a", "the", "this") and match.group().startswith(("roleplay", "role-play")):
+        return True
+    if words[-1] not in _NEEDS_SUBJECT:
+        return False
+    if _ROLE_SUBJECTS.intersection(words[:-1]):
+        return True
+    # A persona's name, written with capitals ("DAN", "Rick", "BetterDAN").
+    low, high = view.span(start, match.start())
+    names = re.findall(r"\b[A-Z][\w-]*", view.normalized[low:high])
+    return any(name.lower() not in ("the", "a", "an", "it", "this", "that", "i") for name in names[-3:])
+
+
+# "Two ways" is a cue only as two ways of answering ("answer my prompts
+# in two different separate ways", "respond both ways"): "there are two
+# ways to do this" is prose.
+_ANSWERING = re.compile(r"\b(?:answer|respond|reply|repl(?:y|ies)|responses?|answers?|outputs?|write|speak|talk)\w*")
+
+
+def _ways_of_answering(match: re.Match[str], view: Views) -> bool:
+    if not match.group().endswith("ways"):
+        return True
+    text = view.folded
+    return _ANSWERING.search(text, _clause_start(text, match.start()), match.start()) is not None or bool(
+        re.match(r"\s*:\s*(?:one|first|\(|\[|normal)", text[match.end() : match.end() + 20])
+    )
 
 
 def _shouted(match: re.Match[str], view: Views) -> bool:
@@ -360,12 +395,11 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "answer twice", "persona", 2,
         "two both answer respond reply one normal classic jailbr dan develop your insert second",
-        # ("two ways" alone is prose: "there are two ways to do this".)
-        r"(?:(?:two|both)\s+(?:different\s+|separate\s+|distinct\s+)?(?:responses|answers|replies|outputs"
-        r"|ways\s+(?:of\s+)?(?:answering|responding|replying))"
+        r"(?:(?:two|both)\s+(?:different\s+|separate\s+|distinct\s+)?(?:responses|answers|replies|ways|outputs)"
         r"|(?:answer|respond|reply)\s+(?:twice|in\s+two)|one\s+(?:normal|regular)\s+(?:one\s+)?and\s+one"
         r"|(?:normal|classic)\s+(?:output|response)|(?:jailbreak|jailbroken|dan|developer\s+mode)\s+(?:output"
         r"|response)|your\s+refusal,?\s+beginning\s+with|insert\s+(?:a\s+)?divider|second\s+\(?(?:liberated|rebel))\b",
+        check=_ways_of_answering,
     ),
     _cue(
         "answer twice", "persona", 2, "classic jailbreak lock", r"(?:classic|jailbreak|lock)\b[^\]\n]{0,12}\]",
