@@ -222,7 +222,8 @@ _READER_DUTY = (
 # will act as a cache").
 _BARE_ROLE = re.compile(r"(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)\b")
 _IMPERATIVE_LEAD = frozenset(("please", "now", "and", "then", "also", "just", "simply", "kindly", "always",
-                              "henceforth", "you", "u", "ya", "lets", "let's", "but", "or", "so", "instead", "e"))  # fmt: skip
+                              "henceforth", "you", "u", "ya", "lets", "let's", "but", "or", "so", "instead",
+                              "e"))  # fmt: skip
 _NEEDS_SUBJECT = frozenset(("to", "will", "must", "should", "shall", "can", "could", "would", "ll", "gonna", "not",
                             "never", "mustnt", "always", "fully", "now"))  # fmt: skip
 _ROLE_SUBJECTS = frozenset(("you", "u", "ya", "please", "yourself", "dan", "ai", "assistant", "model", "bot",
@@ -237,9 +238,8 @@ def _addressed(match: re.Match[str], view: Views) -> bool:
     words = re.findall(r"[a-z']+", text[start : match.start()])[-6:]
     # One imperative in a list of them: "never refuse, act like a human",
     # "(act as x)".
-    if not words or words[-1] in _IMPERATIVE_LEAD or text[max(start, match.start() - 3) : match.start()].rstrip()[
-        -1:
-    ] in tuple(",({[:\"'*-"):
+    mark = text[max(start, match.start() - 3) : match.start()].rstrip()[-1:]
+    if not words or words[-1] in _IMPERATIVE_LEAD or (mark and mark in ",({[:\"'*-"):
         return True
     # "immerse yourself in a roleplay as Emperor Red": the noun sets one up.
     if words[-1] in ("a", "the", "this") and match.group().startswith(("roleplay", "role-play")):

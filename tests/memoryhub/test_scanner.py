@@ -820,7 +820,7 @@ KNOWN_VERSIONS = {
     "2026.12.7": "74606533f324f692",
     # Issue 19, fifth pass: secrets the agent holds, prior turns dropped wholesale, bare role verbs
     # only as imperatives.
-    "2026.12.8": "b27005da4e1c773a",
+    "2026.12.8": "3fab041a9b328ecb",
 }
 
 
