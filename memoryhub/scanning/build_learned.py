@@ -44,6 +44,12 @@ FOLDS = 5
 MAX_BENIGN_PROSE_ABOVE = 0.005
 
 
+# Sources added after the committed weights were trained (rules 2026.12.8,
+# issue 19): their first held-out run measured the cue as it was, and
+# retraining on them is a change of its own, not part of adding data.
+NOT_TRAINED_ON = frozenset(("spikee_sysmsg", "psfuzz_templates", "python_reference"))
+
+
 def training_set() -> tuple[list[str], list[int], list[str]]:
     sys.path.insert(0, str(ROOT))
     from tests.scanner_corpus.public import load
@@ -52,7 +58,7 @@ def training_set() -> tuple[list[str], list[int], list[str]]:
     labels: list[int] = []
     kinds: list[str] = []
     for case in load("dev"):
-        if case.kind in ("injected_note", "markup_exfil", "sysprompt"):
+        if case.kind in ("injected_note", "markup_exfil", "sysprompt") or case.source in NOT_TRAINED_ON:
             continue
         unsafe = case.label == "unsafe" and not case.harmless
         texts.append(case.text)
@@ -71,6 +77,8 @@ def training_set() -> tuple[list[str], list[int], list[str]]:
     # is many notes; alone, a note is shorter than the cue reads).
     groups: dict[str, list[str]] = {}
     for case in load("dev"):
+        if case.source in NOT_TRAINED_ON:
+            continue
         if case.label == "benign" and case.kind == "note" and len(case.text) < 200:
             groups.setdefault(case.lang, []).append(case.text)
     for entry in yaml.safe_load((corpus / "benign.yaml").read_text("utf-8")):

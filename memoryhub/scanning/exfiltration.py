@@ -477,10 +477,15 @@ def _split(url: str) -> urllib.parse.SplitResult:
         return urllib.parse.urlsplit("https://invalid/")
 
 
-def _query_data(url: str) -> bool:
+_SEARCH_KEYS = frozenset(("q", "query", "search", "s", "keywords", "term"))
+_OPERATOR = re.compile(r"-?[a-z][a-z_-]{1,20}:(?:[\w.*/<>=-]{1,40}|\"[^\"]{1,40}\"?|\"[\w-]{1,40})")
+_SEARCH_WORD = re.compile(r"-?\"?[\w.-]{1,30}\"?")
+
+
+def _query_data(url: str, *, link: bool = False) -> bool:
     """A query value that is data rather than a setting: a slot named in
     capitals, or long encoded text that is not itself a URL or a path."""
-    for _name, value in urllib.parse.parse_qsl(_split(url).query, keep_blank_values=True):
+    for name, value in urllib.parse.parse_qsl(_split(url).query, keep_blank_values=True):
         if _DATA_SLOT.match(value):
             return True
         # A URL, a path, an inline asset (a badge's `logo=data:image/…`) or
@@ -489,6 +494,14 @@ def _query_data(url: str) -> bool:
         if value.startswith(("http://", "https://", "/", "data:")):
             continue
         if 2 <= len(words := value.split()) <= 5 and all(word.isalpha() for word in words):
+            continue
+        # A link to a search written in a search language (`?q=is:issue
+        # is:open label:"good first issue"`): operators are the document's
+        # query, not text the model was asked to carry out. (An image is
+        # fetched unasked: it gets no such allowance.)
+        if link and name in _SEARCH_KEYS and len(words) <= 12 and any(_OPERATOR.fullmatch(w) for w in words) and all(
+            _OPERATOR.fullmatch(w) or _SEARCH_WORD.fullmatch(w) for w in words
+        ):
             continue
         if (len(value) >= 24 and not re.fullmatch(r"[\w.-]{1,40}", value)) or len(value) >= 40:
             return True
@@ -543,7 +556,7 @@ class MarkupExfiltrationRule:
         parts = _split(url)
         if _PLACEHOLDER.search(urllib.parse.unquote(parts.path + "?" + parts.query)):
             return "has a slot for data"
-        if _query_data(url):
+        if _query_data(url, link=not match.group().startswith(("!", "<img", "<IMG"))):
             return "carries data in its query"
         if re.search(r"[?&][\w-]{1,20}=$", url):
             around = normalized[max(0, match.start() - 300) : match.end() + 300]

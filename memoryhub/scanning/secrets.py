@@ -1007,6 +1007,9 @@ class SecretDisclosureRule(SecretRule):
                 if value is None:
                     continue
                 start, end = view.span(match.start(), match.end())
+                # (Codecov's public badge token, as in PasswordAssignmentRule.)
+                if _BADGE_QUERY.search(normalized, max(0, start - 8), start):
+                    continue
                 yield SecretMatch(
                     min(start, value[0]),
                     max(end, value[1]),

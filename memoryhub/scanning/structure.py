@@ -88,7 +88,8 @@ _QUALIFIER = re.compile(
     # "all-local rule", "non standard make rules": compounds, not quantifiers.
     r"(?<!non\s)(?<!non-)\b(?!(?:all|any|every)-\w)(?:your|yours|yourself|previous(?:ly)?|prior|above|earlier|preceding|foregoing|initial|original|system|standard"
     r"|developer|all|any|every|openai|anthropic|chatgpt|content|safety|ethical|moral|built-in|programmed"
-    r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had)"
+    r"|given|before|so\s+far|until\s+now|up\s+to\s+now|you\s+(?:were|have\s+been|got|received|are\s+given|had"
+    r"|have\s+learn(?:ed|t)(?!\s+(?:about|on|regarding|from|in|so\s+far\s+about)\b))"
     r"|dein\w*|ihre[nms]?|alle[nms]?|bisherig\w*|vorherig\w*|vorig\w*|fruher\w*|obig\w*|ursprunglich\w*|system\w*"
     r"|bisher|tus|sus|todas?|todos|anteriores|previas|originales|iniciales|del\s+sistema|de\s+arriba|que\s+te"
     r"|tes|vos|toutes|tous|precedentes|anterieures|initiales|du\s+systeme|ta|ton|votre|ci-dessus"
@@ -144,6 +145,7 @@ _SHOW = (
 _PROMPT_OBJECT = re.compile(
     r"\b(?:(?:system\s+|initial\s+|original\s+|first\s+|hidden\s+|secret\s+|pre-?)?prompts?|instructions?"
     r"|initiali[sz]ation|configuration|rules?|guidelines|directives|programming|system\s+(?:message|messages|text)"
+    r"|guidance|constraints|(?:initial|first|opening|original|hidden)\s+(?:message|text)"
     r"|developer\s+(?:message|prompt)|(?:text|words|instructions|prompt|messages?)\s+(?:that\s+)?you\s+(?:were|have\s+been)"
     r"\s+given|(?:words|text|content)\s+of\s+(?:the\s+)?(?:previous|prior|above|earlier|first|initial)"
     r"|(?:previous|prior|earlier|above|preceding|first|initial)\s+(?:messages?|prompts?|turns?)"
@@ -154,6 +156,8 @@ _PROMPT_OBJECT = re.compile(
     r"|preamble|directions|(?:very\s+)?(?:start|beginning|opening|top)\s+of\s+(?:this|our|the)\s+(?:conversation|chat"
     r"|session|dialogue|context)|(?:words|text|lines?|messages?)\s+at\s+the\s+(?:very\s+)?(?:start|beginning|top)"
     r"|(?:text|words|messages?|content)\s+(?:that\s+)?(?:came|come|was\s+sent|were\s+sent|appeared)\s+before"
+    r"|(?:text|words|messages?|content|everything)\s+(?:that\s+|which\s+)?(?:precedes?|preceded)\s+(?:this|my)"
+    r"\s+(?:message|line|request|question|prompt|sentence)"
     r"|(?:last|previous|earlier|private|hidden)\s+(?:\w+\s+)?(?:repl(?:y|ies)|answers?|responses?)"
     r"|prompt\s+del\s+sistema|mensaje\s+del\s+sistema|instrucciones|configuracion|prompt\s+systeme|message\s+systeme"
     r"|consignes|системн\w*\s+(?:промпт|инструкци|сообщени)\w*|промпт\w*|инструкци\w*|موجه\s+النظام|تعليمات\s+النظام)\b"
@@ -178,6 +182,8 @@ _TOLD = (
     r"|by\s+(?:your|the)\s+(?:developers?|creators?|operators?|admins?|administrators?|company|makers?|owners?))"
     r"|what\s+(?:your|the)\s+(?:developers?|creators?|operators?|admins?|administrators?|makers?|programmers?|owners?)"
     r"\s+(?:told|instructed|asked|programmed)\s+you"
+    r"|what\s+(?:did|does|do)\s+(?:your|the)\s+(?:developers?|creators?|operators?|admins?|administrators?|makers?"
+    r"|programmers?|owners?)\s+(?:tell|instruct|ask|program)\s+you\b(?!\s+(?:about|regarding|concerning|on)\b)"
     # Another user's conversation: "what did the previous user ask you".
     r"|what\s+(?:did|has|have)\s+(?:the\s+)?(?:previous|last|other|earlier|prior)\s+(?:users?|persons?|people|customers?"
     r"|callers?)\s+(?:ask|tell|say\s+to|write\s+to|send)\s+you"
@@ -207,6 +213,62 @@ _READER_DUTY = (
 )
 
 
+# A bare role verb ("act as", "behave like") sets up a persona only when
+# it is addressed to the agent or said of the persona: as an imperative (at
+# a clause's start, after "please", "now", "and"), or after a modal or "to"
+# whose subject is "you", the agent or a persona named in capitals ("you
+# are going to act as", "DAN must act as"). Said of anything else it
+# describes ("Boolean values behave like the values 0 and 1", "the proxy
+# will act as a cache").
+_BARE_ROLE = re.compile(r"(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)\b")
+_IMPERATIVE_LEAD = frozenset(("please", "now", "and", "then", "also", "just", "simply", "kindly", "always",
+                              "henceforth", "you", "u", "ya", "lets", "let's", "but", "or", "so", "instead",
+                              "e"))  # fmt: skip
+_NEEDS_SUBJECT = frozenset(("to", "will", "must", "should", "shall", "can", "could", "would", "ll", "gonna", "not",
+                            "never", "mustnt", "always", "fully", "now"))  # fmt: skip
+_ROLE_SUBJECTS = frozenset(("you", "u", "ya", "please", "yourself", "dan", "ai", "assistant", "model", "bot",
+                            "chatbot", "chatgpt", "gpt", "persona", "character", "he", "she"))  # fmt: skip
+
+
+def _addressed(match: re.Match[str], view: Views) -> bool:
+    if not _BARE_ROLE.match(match.group()):
+        return True
+    text = view.folded
+    start = _clause_start(text, match.start())
+    words = re.findall(r"[a-z']+", text[start : match.start()])[-6:]
+    # One imperative in a list of them: "never refuse, act like a human",
+    # "(act as x)".
+    mark = text[max(start, match.start() - 3) : match.start()].rstrip()[-1:]
+    if not words or words[-1] in _IMPERATIVE_LEAD or (mark and mark in ",({[:\"'*-"):
+        return True
+    # "immerse yourself in a roleplay as Emperor Red": the noun sets one up.
+    if words[-1] in ("a", "the", "this") and match.group().startswith(("roleplay", "role-play")):
+        return True
+    if words[-1] not in _NEEDS_SUBJECT:
+        return False
+    if _ROLE_SUBJECTS.intersection(words[:-1]):
+        return True
+    # A persona's name, written with capitals ("DAN", "Rick", "BetterDAN").
+    low, high = view.span(start, match.start())
+    names = re.findall(r"\b[A-Z][\w-]*", view.normalized[low:high])
+    return any(name.lower() not in ("the", "a", "an", "it", "this", "that", "i") for name in names[-3:])
+
+
+# "Two ways" is a cue only as two ways of answering ("answer my prompts
+# in two different separate ways", "respond both ways"): "there are two
+# ways to do this" is prose.
+_ANSWERING = re.compile(r"\b(?:answer|respond|reply|repl(?:y|ies)|responses?|answers?|outputs?|write|speak|talk)\w*")
+
+
+def _ways_of_answering(match: re.Match[str], view: Views) -> bool:
+    if not match.group().endswith("ways"):
+        return True
+    text = view.folded
+    return _ANSWERING.search(text, _clause_start(text, match.start()), match.start()) is not None or bool(
+        re.match(r"\s*:\s*(?:one|first|\(|\[|normal)", text[match.end() : match.end() + 20])
+    )
+
+
 def _shouted(match: re.Match[str], view: Views) -> bool:
     """A persona name written in capitals, as jailbreaks write it."""
     start, end = view.span(match.start(), match.end())
@@ -217,7 +279,8 @@ _CUES: tuple[Cue, ...] = (
     _cue(
         "persona set-up", "persona", 1,
         "you u ya from act pretend roleplay role behav pose simulat imagin let play take assum adopt becom "
-        "impersonat du tu ahora eres actua finge fais joue agis rest henceforth playing portray hypothet",
+        "impersonat du tu ahora eres actua finge fais joue agis rest henceforth playing portray hypothet a an in "
+        "transform",
         rf"(?:{_YOU}(?:\s+are|'re|\s+will\s+be|\s+shall\s+be)\s+(?:now|going\s+to\s+(?:be|act|pretend|play|become"
         rf"|simulate|roleplay|role-play|answer|respond)|about\s+to\s+(?:\w+\s+)?(?:act|become|immerse|play|be)|no\s+longer)"
         rf"|{_YOU}(?:\s+are|'re)\s+(?:a|an)\s+(?:[\w'-]+\s+){{0,3}}?(?:called|named|known\s+as)"
@@ -235,6 +298,11 @@ _CUES: tuple[Cue, ...] = (
         rf"|hypothetical\s+(?:scenario|world|situation|setting)|imagine\s+(?:a|an)\s+(?:world|universe|reality|future)"
         rf"\s+(?:where|in\s+which)"
         rf"|{_YOU}\s+are\s+(?:now\s+)?(?:operating|acting|functioning|running|speaking)\s+as"
+        # A character handed over by name or by role: "a fictional character
+        # called Morty", "in character as RYX", "your persona is …".
+        rf"|(?:a|an)\s+(?:fictional|imaginary|hypothetical)\s+(?:\w+\s+)?(?:character|persona|ai|entity|chatbot|bot)"
+        rf"\s+(?:called|named|known\s+as)|in\s+character\s+as|your\s+(?:new\s+)?(?:persona|character|role|identity)"
+        rf"\s+(?:is|will\s+be)\b|transform\s+(?:yourself\s+)?into"
         rf"|{_YOU}\s+are\s+not\s+(?:your\s+)?(?:\w+\s+)?(?:persona|self|assistant|ai|chatgpt|claude|gpt)"
         rf"|(?:act|pretend|roleplay|role-play|behave|pose)\s+(?:as|like|to\s+be|you\s+are|that\s+you)"
         rf"|pretend\s+(?:that\s+)?{_YOU}(?:'re|'ve|\s+have|\s+were)"
@@ -244,6 +312,7 @@ _CUES: tuple[Cue, ...] = (
         rf"\s+(?:ai|bot|assistant)|impersonate"
         rf"|du\s+bist\s+(?:jetzt|nun|ab\s+sofort)|tu\s+so,?\s+als|ahora\s+eres|eres\s+ahora|actua\s+como|finge"
         rf"|tu\s+es\s+maintenant|fais\s+semblant|joue\s+le\s+role|agis\s+comme)\b",
+        check=_addressed,
     ),
     _cue("persona set-up", "persona", 1, ("你现在是", "扮演", "假装", "从现在开始"), r"你现在是|扮演|假装|从现在开始"),
     # Claims that the persona has no rules.
@@ -251,10 +320,12 @@ _CUES: tuple[Cue, ...] = (
         "no-rules persona", "persona", 2,
         "do can no without free zero not never doesn don lack none unfilter uncensor unrestrict unlimit amoral immoral "
         "jailbr dan develop god evil opposit broken break freed regardless even openai anthropic sin sans ohne keine "
+        "matter "
         "unfilt unfliter godmod liberated does won rebel ethics filter safety censorship guardrail restriction",
         r"(?:do\s+anything\s+now|can\s+do\s+anything|(?:no|without|free\s+(?:of|from)|zero|not\s+have\s+any|doesn'?t"
         r"\s+have\s+any|don'?t\s+have\s+any|lacks?\s+any|none\s+of\s+the|sin|sans|ohne|keine)\s+(?:\w+\s+){0,2}?"
         r"(?:restrictions|limits|limitations|filters?|filtering|censorship|boundaries|rules|guidelines|morals|ethics"
+        r"|prohibitions"
         r"|moral\s+(?:compass|code|restrictions|guidelines|limits)|ethical\s+(?:guidelines|restrictions|constraints"
         r"|boundaries|considerations|limits)|constraints|guardrails|safeguards|restricciones|filtros|limites|reglas"
         r"|censura|filtres|regles|censure|einschrankungen|filter|regeln|grenzen|zensur)"
@@ -267,7 +338,9 @@ _CUES: tuple[Cue, ...] = (
         r"|(?:filters?|ethics|safety|censorship|guardrails|restrictions)\s*:\s*(?:disabled|off|none|removed)"
         r"|(?:dan|jailbreak|god|evil|unrestricted|unfiltered|uncensored|opposite)\s+mode|developer\s+mode\s+"
         r"(?:enabled|output|response)|broken\s+free|break\s+free|freed\s+from|regardless\s+of\s+(?:how\s+)?"
-        r"(?:immoral|unethical|illegal|dangerous|harmful|offensive|legality|morality|ethics)|even\s+if\s+(?:it\s+is\s+"
+        r"(?:immoral|unethical|illegal|dangerous|harmful|offensive|legality|morality|ethics)"
+        r"|no\s+matter\s+how\s+(?:[\w-]+,?\s+(?:or\s+)?){0,4}?(?:immoral|unethical|illegal|dangerous|harmful|inhumane"
+        r"|offensive)|even\s+if\s+(?:it\s+is\s+"
         r"|it'?s\s+)?(?:illegal|unethical|immoral|harmful|dangerous|offensive)|(?:openai|anthropic)(?:'s)?\s+"
         r"(?:content\s+)?(?:polic(?:y|ies)|guidelines|rules|restrictions))\b",
     ),
@@ -326,6 +399,7 @@ _CUES: tuple[Cue, ...] = (
         r"|(?:answer|respond|reply)\s+(?:twice|in\s+two)|one\s+(?:normal|regular)\s+(?:one\s+)?and\s+one"
         r"|(?:normal|classic)\s+(?:output|response)|(?:jailbreak|jailbroken|dan|developer\s+mode)\s+(?:output"
         r"|response)|your\s+refusal,?\s+beginning\s+with|insert\s+(?:a\s+)?divider|second\s+\(?(?:liberated|rebel))\b",
+        check=_ways_of_answering,
     ),
     _cue(
         "answer twice", "persona", 2, "classic jailbreak lock", r"(?:classic|jailbreak|lock)\b[^\]\n]{0,12}\]",
@@ -339,7 +413,7 @@ _CUES: tuple[Cue, ...] = (
         r"(?:refuse|decline|reject)(?:\s+(?:a|any|to|the|my|me)\b|\s*[,.;!]|\s+or\s)|(?:no|without|never\s+(?:add|include|give|issue|use))\s+"
         r"(?:\w+\s+){0,2}?(?:warnings?|disclaimers?|apolog\w*|moralizing|caveats)|never\s+(?:warn|remind|apologi[sz]e)"
         r"|(?:can'?t|cannot|must\s+not|mustn'?t|never)\s+say\s+(?:no|that\s+you\s+(?:can'?t|cannot))"
-        r"|answer\s+(?:any|every|all)\s+(?:\w+\s+)?(?:questions?|requests?|prompts?))\b",
+        r"|(?:answer|answers|fulfil|fulfill|fulfils|fulfills)\s+(?:any|every|all)\s+(?:\w+\s+)?(?:questions?|requests?|prompts?))\b",
     ),
     # Arguing the agent out of refusing: its refusals called harm, its
     # training or guidelines called a mistake.
@@ -561,6 +635,8 @@ _OBJECT_WORDS = frozenset(
         "memory", "context", "above", "preceding", "systemprompt", "systemanweisungen", "systemnachricht",
         "anweisungen", "konfiguration", "mensaje", "instrucciones", "configuracion", "consignes", "preamble",
         "direction", "beginning", "repl", "answer", "respons", "промпт", "инструкци", "системн", "موجه", "تعليمات",
+        "guidanc", "constraint", "secret", "password", "passphrase", "passcode", "unique", "identifier", "canary",
+        "credential", "codeword",
     )
 )
 register_stems(_TARGET_WORDS | _OBJECT_WORDS)
@@ -661,14 +737,18 @@ def _near(starts: list[int], low: int, high: int) -> bool:
 # A verb that describes rather than asks: third person ("bypasses"), or past
 # tense and participle ("removed … rules", "exposes an internal
 # configuration", "shared memory files").
+_WORD_REST = re.compile(r"[a-z]*")
+_NOMINAL = re.compile(r"[a-z]+(?:tions?|als?|ances?|ences?)$")
 _THIRD_PERSON = re.compile(r"\w+(?:es|s|ed)$")
 _AGENT_SUBJECT = re.compile(
     r"\b(?:you|yourself|dan|ai|assistant|model|bot|chatbot|chatgpt|gpt|llm|he|she|it|they|persona|character)\b"
 )
 
 
-def _described(text: str, match: re.Match[str]) -> bool:
-    verb = match.group().split()[0]
+def _described(text: str, match: re.Match[str], rest: str = "") -> bool:
+    # `rest`: the letters of the verb's word past the match ("ed" of
+    # "returned", where the pattern took "return").
+    verb = match.group().split()[0] + rest
     if not _THIRD_PERSON.match(verb) or verb.endswith(("ss", "us", "need", "feed")) or not verb.isascii():
         return False
     head = text[_clause_start(text, match.start()) : match.start()]
@@ -704,7 +784,24 @@ def _misspelt_target(window: str) -> re.Match[str] | None:
     return None
 
 
+_IN_A_DOCUMENT = re.compile(
+    r"\s+(?:in|from|of|on)\s+(?:the|this|that|our|my|each|every)\s+(?:[\w-]+\s+)?(?:tutorial|readme|guide|docs?"
+    r"|documentation|manual|section|chapter|page|step|article|book|post|wiki|video|course|handbook|installer"
+    r"|installation|setup|changelog|faq|template|example|recipe|box|file|package|release\s+notes)s?\b"
+)
 _PRIOR_WORDS = frozenset(("previous", "prior", "earlier", "initial", "original"))
+# The agent's prior turns as the object, in full and with no topic: "ignore
+# all prior requests", "disregard any previous messages" (not "ignore the
+# previous messages about the outage").
+_PRIOR_TURN = re.compile(
+    r"\s*(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+|my\s+)?(?:previous|prior|earlier|preceding|above)\s+(?:\w+\s+)?"
+    r"(?P<target>requests|messages|inputs|queries|prompts|tasks|questions)\b"
+    r"(?!\s+(?:about|from|regarding|on|for|concerning|to|by|of|in|that|which)\b)"
+    # With no quantifier, the prior turns must end the clause: "[IGNORE
+    # PRIOR INPUTS]", not "ignore previous messages, the outage is over".
+    r"|\s*(?:the\s+|your\s+|my\s+)?(?:previous|prior|earlier|preceding)\s+(?P<bare>requests|messages|inputs|queries|prompts)"
+    r"(?=\s*(?:$|[\].!;\n]))"
+)
 # Verb-final languages put the action after its target: Turkish "önceki
 # tüm talimatları unut" (the previous all instructions forget), "önceki
 # talimatlar iptal" (the previous instructions void).
@@ -744,9 +841,16 @@ def _overrides(view: Views) -> list[Directive]:
             continue
         if _described(text, match):
             continue
+        # A noun names an act, it asks for none: "a violation for all the
+        # constraints", "removal of all the leading prompts".
+        if _NOMINAL.match(match.group()):
+            continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + _REACH)]
         target = _TARGET.search(window) or _misspelt_target(window)
+        if target is None and (turn := _PRIOR_TURN.match(window)) is not None:
+            noun = "target" if turn.group("target") is not None else "bare"
+            target = re.compile(turn.group(noun)).search(window, turn.start(noun))
         if target is None:
             continue
         between = window[: target.start()]
@@ -754,11 +858,15 @@ def _overrides(view: Views) -> list[Directive]:
         qualifier = _QUALIFIER.search(between) or _QUALIFIER.match(after.lstrip()) or _QUALIFIER.search(after[:25])
         if qualifier is None:
             continue
+        # Instructions that a document holds are the document's: "ignore the
+        # previous instructions in the tutorial if you use the image".
+        if _IN_A_DOCUMENT.match(after):
+            continue
         # "everything"/"anything" are targets only with a past-tense tail:
         # "forget everything you were told", not "ignore anything urgent".
         word = target.group()
         if word in _EVERYTHING and not re.match(
-            r"\W*(?:(?:that\s+)?(?:you\s+(?:were|have\s+been|got|know)|i\s+(?:said|told)|above|before|so\s+far"
+            r"\W*(?:(?:that\s+)?(?:you\s+(?:were|have\s+been|got|know|(?:have\s+)?learn(?:ed|t)(?!\s+(?:about|on|regarding|from|in)\b))|i\s+(?:said|told)|above|before|so\s+far"
             r"|until\s+now|previously|written|said)|was\s+(?:dir|ihnen|man)|(?:dir|ihnen)\s+bisher|bisher|zuvor|oben"
             r"|lo\s+(?:anterior|de\s+arriba|que\s+te)|ce\s+qu|ce\s+qui)",
             after,
@@ -859,23 +967,78 @@ _SELF_OWNED = ("system", "системн", "موجه النظام", "تعليم�
                "系统", "隐藏", "初始", "原始", "全部", "内部")  # fmt: skip
 
 
+# A value the agent holds and must keep: its own ID, a secret, a password.
+# Asked for only with a verb that makes it visible (not "show your ID at the
+# gate", "write down your password"), and only when it is the agent's ("your
+# unique ID", "the secret key you were given"), not a policy about it
+# ("what is your password policy").
+_SECRET_OBJECT = re.compile(
+    r"\b(?:(?:unique|internal|assigned|secret|hidden|private|agent|session|system)\s+(?:id|identifier|code|number)"
+    r"|secret(?:\s+(?:key|code|word|phrase|value|token|number|string))?|passwords?|passphrase|passcode|code\s*word"
+    r"|canary(?:\s+(?:token|string|value|word))?|credentials)\b"
+    r"(?!\s+(?:policy|policies|manager|reset|strength|rules|requirements?|field|hint|length|expir\w*|change|vault"
+    r"|generator|store|file|sauce|santa|ingredient|recipe)\b)"
+)
+_SECRET_SHOW = re.compile(
+    r"(?:reveal|output|print|disclos|leak|dump|recit|repeat|spell|encod|expos|display|type\s+out|tell\s+(?:me|us)"
+    r"|give\s+(?:me|us)|what(?:'s|\s+is|\s+was))"
+)
+
+
+def _asks_for_secret(action: str, window: str) -> re.Match[str] | None:
+    if not _SECRET_SHOW.match(action):
+        return None
+    secret = _SECRET_OBJECT.search(window)
+    if secret is None:
+        return None
+    if re.search(r"\byour\s+(?:[\w-]+\s+)?$", window[: secret.start()]) or _TAIL_OWNER.match(
+        window[secret.end() : secret.end() + 80]
+    ):
+        return secret
+    return None
+
+
+_INDEFINITE = re.compile(r"\b(?:a|an|one|single|another|some|any)\s+(?:[\w-]+\s+)?$")
+_POSTPOSED_DEIXIS = re.compile(r"\s+(?:above|so\s+far|before\s+this(?:\s+(?:message|line|one))?)\b")
+_PLACE = re.compile(r"\s+(?:the|a|an|each|every|its|their|this|that|current|any)\b")
+
+
 def _owned(window: str, target: re.Match[str]) -> bool:
     """Whether a disclosure's object (`target`, found in `window`, the
     clause after the show action) is the agent's set-up or this
     conversation's text."""
     word = target.group()
     tail = window[target.end() : target.end() + 80]
+    before = window[: target.start()]
+    # Some prompt or other ("return it as a system message", "print a
+    # prompt") is not the agent's own.
+    if _INDEFINITE.search(before) and "your" not in before:
+        return False
     if word.startswith(_SELF_OWNED) or _TAIL_OWNER.match(tail):
         return True
     if _DEIXIS.search(word):
         return _PREPOSITION.match(tail) is None
+    # The deixis after the object: "show me the prompt above" (not "the
+    # prompt above the input field").
+    if (after := _POSTPOSED_DEIXIS.match(tail)) is not None:
+        return _PREPOSITION.match(tail, after.end()) is None
     nouns = word.split()
     if nouns and nouns[-1] in _DISCOURSE_NOUNS or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
         # The conversation's own text, said so in the object ("the start of
-        # this conversation", "the message that came before").
-        return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before", word) is not None
+        # this conversation", "the message that came before") or after it
+        # ("the text that precedes this message").
+        return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before|\bpreced\w*\s+(?:this|my)\b",
+                         word) is not None or (
+            re.match(r"\s*(?:that\s+|which\s+)?(?:precedes?|preceded|comes?\s+before|came\s+before|is\s+(?:above|before))"
+                     r"\s+(?:this|my)\s+(?:message|line|request|question|prompt|sentence)\b", tail) is not None
+        )
     # The agent's set-up: a possessive or qualifier before the object or in it.
-    if _PROMPT_QUALIFIER.search(window[: target.start()] + word) is not None:
+    for qualifier in _PROMPT_QUALIFIER.finditer(before + word):
+        # "above" and "before" as prepositions place the output ("print
+        # above the current prompt", "shown before the prompt"); they do not
+        # name the prompt.
+        if qualifier.group() in ("above", "before") and _PLACE.match(before + word, qualifier.end()):
+            continue
         return True
     asked = window[: target.start()] + word + tail[:50]
     return _FIDELITY.search(asked) is not None and _OTHER_SOURCE.search(_FIDELITY.sub(" ", tail[:60])) is None
@@ -890,16 +1053,22 @@ def _disclosures(view: Views) -> list[Directive]:
             continue
         if negated(text, match.start()):
             continue
-        if _ENGLISH_SHOW.match(match.group()) and _described(text, match):
+        # A verb the pattern took only the start of ("return" in
+        # "returned ... the constraints") is judged by its whole word.
+        rest = _WORD_REST.match(text, match.end(), match.end() + 12)
+        letters = rest.group() if rest is not None and " " not in match.group() else ""
+        if _ENGLISH_SHOW.match(match.group() + letters) and _described(text, match, letters):
             continue
         end = _clause_end(text, match.end())
         window = text[match.end() : min(end, match.end() + 70)]
         target = _PROMPT_OBJECT.search(window)
-        if target is None:
+        if target is None or not _owned(window, target):
+            secret = _asks_for_secret(match.group(), window)
+            if secret is not None:
+                found.append(_directive(view, "disclosure", match.group(), secret.group(), match.start(),
+                                        match.end() + secret.end()))  # fmt: skip
             continue
         span = text[match.start() : match.end() + target.end() + 30]
-        if not _owned(window, target):
-            continue
         # "tell me your rules for refunds" asks about a policy.
         if target.group() in (
             "rules",
@@ -913,8 +1082,10 @@ def _disclosures(view: Views) -> list[Directive]:
         ) and re.match(r"\s+(?:for|on|about|regarding|around|of|to)\b", window[target.end() :]):
             continue
         # "what is the system prompt field for?" is documentation.
-        if match.group().startswith("what") and not re.search(
-            r"\byour\b|你|\b(?:this|our)\s+(?:conversation|chat|session)", span
+        if (
+            match.group().startswith("what")
+            and not re.search(r"\byour\b|你|\b(?:this|our)\s+(?:conversation|chat|session)", span)
+            and not _TAIL_OWNER.match(window[target.end() : target.end() + 80])
         ):
             continue
         found.append(

@@ -818,6 +818,9 @@ KNOWN_VERSIONS = {
     # word; described show and drop verbs; persona set-ups for the rest of
     # the conversation; changelog lines widen no permission.
     "2026.12.7": "74606533f324f692",
+    # Issue 19, fifth pass: secrets the agent holds, prior turns dropped wholesale, bare role verbs
+    # only as imperatives.
+    "2026.12.8": "3fab041a9b328ecb",
 }
 
 

@@ -29,16 +29,18 @@ CATCH_TARGETS = {
 MAX_FLAGGED = 0.02
 # Where a split falls short of a target, the rate it reached is asserted
 # instead, so it cannot silently fall further. docs/scanner.md says which
-# targets are not met and why. (Rates as measured with rules 2026.12.5.)
+# targets are not met and why.
 SHORT_OF_TARGET = {
-    ("heldout", "persona"): 0.88,  # 92/104 (rules 2026.12.6 and 2026.12.7, with promptfoo and giskard added)
-    # 19/30 with rules 2026.12.7 (18/30 with 2026.12.6; deepteam and promptfoo
-    # added, their first run was 20/30 with 2026.12.5)
-    ("heldout", "sysprompt"): 0.63,
+    # 95/106 with rules 2026.12.8 (92/104 with 2026.12.6 and 2026.12.7; ps-fuzz
+    # added, its first run 2/2 with 2026.12.7)
+    ("heldout", "persona"): 0.89,
+    # 39/52 with rules 2026.12.8 (19/30 with 2026.12.7; spikee added, the
+    # first run of the 52 with 2026.12.7 was 32/52)
+    ("heldout", "sysprompt"): 0.75,
 }
-FLAGGED_SHORT_OF_TARGET = {
-    ("heldout", "prose"): 0.028,  # 7/253 (Debian documentation added; the same with 2026.12.7)
-}
+# Benign held-out prose is within the 2 % target since rules 2026.12.8
+# (6/308; 7/253 with 2026.12.7, the Python reference topics added).
+FLAGGED_SHORT_OF_TARGET: dict[tuple[str, str], float] = {}
 
 
 def _rates(split: str) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[tuple[str, str], list[int]]]:
