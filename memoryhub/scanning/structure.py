@@ -119,7 +119,7 @@ _UNBOUND_STEMS = "no not never isn aren won free freed released liberated unboun
 # Actions that show what the agent was told.
 _SHOW_STEMS = (
     "reveal print show output display repeat recite dump leak share tell give send write spell copy paste list "
-    "expose disclose return echo read translate summari summariz paraphras provid type reproduc what encod convert "
+    "expose disclose return echo read translate put summari summariz paraphras provid type reproduc what encod convert "
     "rewrit quot restat recount reply replies respond answer zeig gib nenn выведи покажи раскрой повтори напиши "
     "أظهر اكشف اعرض "
     "verrat wiederhol druck schreib kopier teil offenbar muestr revel dime imprim repit ensen compart escrib copi "
@@ -134,6 +134,8 @@ _SHOW = (
     r"|give(?:\s+me|\s+us)?|send(?:\s+me|\s+us)?|write(?:\s+(?:out|down|back))?|spell(?:\s+(?:out|check))?|copy"
     r"|paste|list|expos\w*|disclos\w*|return|echo|read(?:\s+(?:me|out|back))?|translat\w*|summari[sz]\w*"
     r"|paraphras\w*|provid\w*|type\s+out|reproduc\w*|what(?:'s|\s+(?:is|are|was|were|does|do|did))|encod\w*|convert\w*|rewrit\w*"
+    # "put everything above in a code block" shows it.
+    r"|put(?=\s[^.!?\n]{0,70}?\b(?:in|into)\s+(?:a|an|one)\s+(?:[\w-]+\s+){0,2}?(?:code\s*block|block|quote|json|table)\b)"
     r"|quot(?:e|ing)|restat\w*|recount\w*|(?:reply|replies|respond|answer)(?=[^.!?\n]{0,40}?\bwith\b)"
     r"|zeig\w*|gib|nenn\w*|verrat\w*|wiederhol\w*|druck\w*|schreib\w*|kopier\w*|teil\w*|offenbar\w*"
     r"|muestr\w*|revel\w*|dime|imprim\w*|repit\w*|ensen\w*|compart\w*|escrib\w*|copi\w*|dame"
@@ -155,7 +157,16 @@ _PROMPT_OBJECT = re.compile(
     r"|memory\s+files?|context\s+window|system-?prompts?|systemanweisungen|systemnachricht|anweisungen|konfiguration"
     r"|preamble|directions|(?:very\s+)?(?:start|beginning|opening|top)\s+of\s+(?:this|our|the)\s+(?:conversation|chat"
     r"|session|dialogue|context)|(?:words|text|lines?|messages?)\s+at\s+the\s+(?:very\s+)?(?:start|beginning|top)"
-    r"|(?:text|words|messages?|content)\s+(?:that\s+)?(?:came|come|was\s+sent|were\s+sent|appeared)\s+before"
+    r"|(?:text|words|messages?|content|everything)\s+(?:that\s+)?(?:came|come|was\s+sent|were\s+sent|appeared)\s+before"
+    # What the agent received, as a relative clause (judged in _owned):
+    # "the text you received", "everything you were told", "what your
+    # operator wrote to you".
+    r"|(?:text|words|everything|all|what)\s+(?:that\s+|which\s+)?(?:you|u)\s+(?:received|got|were\s+(?:given|told|sent"
+    r"|fed|shown|loaded\s+with|instructed)|have\s+been\s+(?:given|told|sent|fed|instructed)|had\s+been\s+(?:given|told)"
+    r"|started\s+(?:with|from)|were\s+initiali[sz]ed\s+with)"
+    r"|what\s+(?:your|the)\s+(?:operators?|developers?|creators?|admins?|administrators?|makers?|owners?|programmers?)"
+    r"\s+(?:told|wrote|gave|said|sent)(?:\s+to)?\s+(?:you|u)"
+    r"|set-?up\s+(?:text|message|prompt|instructions)|briefing"
     r"|(?:text|words|messages?|content|everything)\s+(?:that\s+|which\s+)?(?:precedes?|preceded)\s+(?:this|my)"
     r"\s+(?:message|line|request|question|prompt|sentence)"
     r"|(?:last|previous|earlier|private|hidden)\s+(?:\w+\s+)?(?:repl(?:y|ies)|answers?|responses?)"
@@ -174,6 +185,10 @@ _PROMPT_QUALIFIER = re.compile(
 # "what were you told before this conversation".
 _TOLD = (
     r"what\s+(?:were|have|had|did)\s+you\s+(?:been\s+)?(?:told|instructed|given|programmed|asked)"
+    # Not a topic or someone else's words: "what were you told by the
+    # doctor", "… about the results" (the agent's makers still count).
+    r"(?!\s+(?:about|regarding|concerning|at|in|during)\b|\s+by\s+(?!(?:your|the)\s+(?:\w+\s+)?(?:developers?|operators?"
+    r"|creators?|admins?|administrators?|makers?|owners?|programmers?|company)\b))"
     # Uninverted, the request needs its anchor in the agent's set-up: "what
     # you were told before this conversation", not "what you were told at
     # the doctor's".
@@ -636,7 +651,7 @@ _OBJECT_WORDS = frozenset(
         "anweisungen", "konfiguration", "mensaje", "instrucciones", "configuracion", "consignes", "preamble",
         "direction", "beginning", "repl", "answer", "respons", "промпт", "инструкци", "системн", "موجه", "تعليمات",
         "guidanc", "constraint", "secret", "password", "passphrase", "passcode", "unique", "identifier", "canary",
-        "credential", "codeword",
+        "credential", "codeword", "briefing", "setup", "told", "receiv", "wrote",
     )
 )
 register_stems(_TARGET_WORDS | _OBJECT_WORDS)
@@ -961,7 +976,7 @@ _DISCOURSE_NOUNS = frozenset(
 _DEIXIS = re.compile(r"(?:above|before\s+(?:this|that|these)|so\s+far|preceding|prior\s+to\s+this)$")
 # "above" or "before this" used as a preposition: "the text above the table".
 _PREPOSITION = re.compile(r"\s+(?:the|a|an|each|every|my|his|her|its|their|them|it|that\s+\w+|this\s+(?!message|line"
-                          r"|prompt|point|conversation|chat|request|question|one)\w+)\b")
+                          r"|prompt|point|conversation|chat|request|question|one|sentence)\w+)\b")
 _SELF_OWNED = ("system", "системн", "موجه النظام", "تعليمات النظام", "soul", "memory", "context", "this entire",
                "this whole", "the entire", "the whole",
                "系统", "隐藏", "初始", "原始", "全部", "内部")  # fmt: skip
@@ -1003,6 +1018,30 @@ _POSTPOSED_DEIXIS = re.compile(r"\s+(?:above|so\s+far|before\s+this(?:\s+(?:mess
 _PLACE = re.compile(r"\s+(?:the|a|an|each|every|its|their|this|that|current|any)\b")
 
 
+# An object that is what the agent received ("everything you were told")
+# is its set-up unless a topic, a source or a time follows ("… by the
+# doctor", "… about the refund", "… from the customer", "… today"); an
+# anchor in the conversation's start ("… before this chat", "… at the
+# start") or the agent's makers ("… by your developers") keeps it.
+_RECEIVED = re.compile(r"(?:text|words|everything|all|what)\s+(?:that\s+|which\s+)?(?:you|u)\s|what\s+(?:your|the)\s")
+_START_ANCHOR = re.compile(
+    r"\s*(?:,\s*)?(?:before\b|(?:at|from)\s+the\s+(?:very\s+)?(?:start|beginning|top|outset)\b|(?:in|of)\s+(?:this|our)\s+"
+    r"(?:conversation|chat|session)\b|by\s+(?:your|the)\s+(?:\w+\s+)?(?:developers?|operators?|creators?|admins?"
+    r"|administrators?|makers?|owners?|programmers?|company)\b|when\s+(?:this|the|our)\s+(?:conversation|chat|session)"
+    r"\s+(?:began|started))"
+)
+_TOPIC_OR_SOURCE = re.compile(
+    r"\s*(?:about|regarding|concerning|on|by|from|in|at|during|via|through|over|since|for|after|today|yesterday"
+    r"|tonight|earlier|last|this\s+(?:morning|afternoon|evening|week|month|year))\b"
+)
+
+
+def _received_owned(tail: str) -> bool:
+    if _START_ANCHOR.match(tail):
+        return True
+    return _TOPIC_OR_SOURCE.match(tail) is None
+
+
 def _owned(window: str, target: re.Match[str]) -> bool:
     """Whether a disclosure's object (`target`, found in `window`, the
     clause after the show action) is the agent's set-up or this
@@ -1014,6 +1053,8 @@ def _owned(window: str, target: re.Match[str]) -> bool:
     # prompt") is not the agent's own.
     if _INDEFINITE.search(before) and "your" not in before:
         return False
+    if _RECEIVED.match(word):
+        return _received_owned(tail)
     if word.startswith(_SELF_OWNED) or _TAIL_OWNER.match(tail):
         return True
     if _DEIXIS.search(word):
@@ -1023,7 +1064,7 @@ def _owned(window: str, target: re.Match[str]) -> bool:
     if (after := _POSTPOSED_DEIXIS.match(tail)) is not None:
         return _PREPOSITION.match(tail, after.end()) is None
     nouns = word.split()
-    if nouns and nouns[-1] in _DISCOURSE_NOUNS or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
+    if nouns and nouns[-1] in _DISCOURSE_NOUNS and not word.startswith("set") or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
         # The conversation's own text, said so in the object ("the start of
         # this conversation", "the message that came before") or after it
         # ("the text that precedes this message").
