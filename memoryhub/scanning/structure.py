@@ -1111,6 +1111,11 @@ def _owned(window: str, target: re.Match[str]) -> bool:
         return False
     if _RECEIVED.match(word):
         return _received_owned(tail)
+    if word.endswith(" before"):
+        # "everything that came before my first message", not "… before the
+        # stack trace".
+        return not tail.strip(" ,:") or re.match(r"\s+(?:this|my|our|i|we|you|the\s+(?:user|conversation|chat|session"
+                                                r"|first))\b", tail) is not None
     if word.endswith("context") and not word.startswith("context"):
         # "the full context you can see", not "… of the error", "… lines".
         return re.match(r"\s*(?:of|around|for|lines?|in|on|from\s+(?:the|a|an)\s+(?!(?:very\s+)?(?:beginning|start|top)))\b",
