@@ -163,13 +163,13 @@ _PROMPT_OBJECT = re.compile(
     # "the text you received", "everything you were told", "what your
     # operator wrote to you".
     r"|(?:text|words|everything|all|what)\s+(?:that\s+|which\s+)?(?:you|u)\s+(?:received|got|were\s+(?:given|told|sent"
-    r"|fed|shown|loaded\s+with|instructed)|have\s+been\s+(?:given|told|sent|fed|instructed)|had\s+been\s+(?:given|told)"
+    r"|fed|shown|loaded\s+with|instructed|configured|programmed|primed|briefed|set\s+up|initiali[sz]ed|seeded|prompted)|have\s+been\s+(?:given|told|sent|fed|instructed)|had\s+been\s+(?:given|told)"
     r"|started\s+(?:with|from)|were\s+initiali[sz]ed\s+with)"
     r"|what\s+(?:your|the)\s+(?:operators?|developers?|creators?|admins?|administrators?|makers?|owners?|programmers?)"
     r"\s+(?:told|wrote|gave|said|sent)(?:\s+to)?\s+(?:you|u)"
     r"|set-?up\s+(?:text|message|prompt|instructions)|briefing"
     r"|(?:text|words|messages?|content|everything)\s+(?:that\s+|which\s+)?(?:precedes?|preceded)\s+(?:this|my)"
-    r"\s+(?:message|line|request|question|prompt|sentence)"
+    r"\s+(?:first\s+)?(?:message|line|request|question|prompt|sentence)"
     r"|(?:last|previous|earlier|private|hidden)\s+(?:\w+\s+)?(?:repl(?:y|ies)|answers?|responses?)"
     r"|prompt\s+del\s+sistema|mensaje\s+del\s+sistema|instrucciones|configuracion|prompt\s+systeme|message\s+systeme"
     r"|consignes|системн\w*\s+(?:промпт|инструкци|сообщени)\w*|промпт\w*|инструкци\w*|موجه\s+النظام|تعليمات\s+النظام)\b"
@@ -208,8 +208,9 @@ _TOLD = (
     # "what came before my first message".
     r"|what\s+(?:does|did|do)\s+(?:the\s+|all\s+the\s+)?(?:text|message|messages|words|lines?)\s+(?:before|above)"
     r"\s+(?:my|this)\s+(?:first\s+)?(?:message|line|question|prompt|request)\s+say"
-    r"|what(?:'s|\s+is|\s+was)\s+(?:written|said)\s+(?:above|before)\s+(?:this|my)\s+(?:first\s+)?(?:message|line|question"
-    r"|prompt|request)"
+    r"|what(?:'s|\s+is|\s+was)\s+(?:written|said)\s+(?:at\s+the\s+(?:very\s+)?(?:top|start|beginning)|above|before)\b"
+    r"[^.!?\n]{0,30}?(?:\bbefore\s+(?:i|we)\b|\b(?:this|my)\s+(?:first\s+)?(?:message|line|question|prompt|request)\b"
+    r"|\bof\s+(?:this|our)\s+(?:conversation|chat|session)\b)"
     r"|what\s+(?:came|comes)\s+before\s+(?:this|my)\s+(?:first\s+)?(?:message|line|question|prompt|request)"
 )
 
@@ -1093,6 +1094,8 @@ _TOPIC_OR_SOURCE = re.compile(
 
 
 def _received_owned(tail: str) -> bool:
+    # The verb's own complement is no topic: "… configured with", "… told to do".
+    tail = re.sub(r"^\s*(?:with|to\s+(?:do|say|follow|use|keep))\b", "", tail)
     if _START_ANCHOR.match(tail):
         return True
     return _TOPIC_OR_SOURCE.match(tail) is None
@@ -1138,7 +1141,7 @@ def _owned(window: str, target: re.Match[str]) -> bool:
         return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before|\bpreced\w*\s+(?:this|my)\b",
                          word) is not None or (
             re.match(r"\s*(?:that\s+|which\s+)?(?:precedes?|preceded|comes?\s+before|came\s+before|is\s+(?:above|before))"
-                     r"\s+(?:this|my)\s+(?:message|line|request|question|prompt|sentence)\b", tail) is not None
+                     r"\s+(?:this|my)\s+(?:first\s+)?(?:message|line|request|question|prompt|sentence)\b", tail) is not None
         )
     # The agent's set-up: a possessive or qualifier before the object or in it.
     for qualifier in _PROMPT_QUALIFIER.finditer(before + word):
