@@ -1101,6 +1101,16 @@ def _received_owned(tail: str) -> bool:
     return _TOPIC_OR_SOURCE.match(tail) is None
 
 
+_CONTEXT_OF = re.compile(
+    r"\s*(?:of|around|for|lines?|in|on|from\s+(?:the|a|an)\s+(?!(?:very\s+)?(?:beginning|start|top)))\b"
+)
+_CONTEXT_SEEN = re.compile(r"\s+(?:you\s+can\s+see|(?:,\s*)?from\s+the\s+(?:very\s+)?(?:beginning|start|top))\b")
+_PRECEDES_THIS = re.compile(
+    r"\s*(?:that\s+|which\s+)?(?:precedes?|preceded|comes?\s+before|came\s+before|is\s+(?:above|before))"
+    r"\s+(?:this|my)\s+(?:first\s+)?(?:message|line|request|question|prompt|sentence)\b"
+)
+
+
 def _owned(window: str, target: re.Match[str]) -> bool:
     """Whether a disclosure's object (`target`, found in `window`, the
     clause after the show action) is the agent's set-up or this
@@ -1121,10 +1131,9 @@ def _owned(window: str, target: re.Match[str]) -> bool:
                                                 r"|first))\b", tail) is not None
     if word.endswith("context") and not word.startswith("context"):
         # "the full context you can see", not "… of the error", "… lines".
-        return re.match(r"\s*(?:of|around|for|lines?|in|on|from\s+(?:the|a|an)\s+(?!(?:very\s+)?(?:beginning|start|top)))\b",
-                        tail) is None and ("your" in before or _TAIL_OWNER.match(tail) is not None
-                                           or re.match(r"\s+(?:you\s+can\s+see|(?:,\s*)?from\s+the\s+(?:very\s+)?"
-                                                       r"(?:beginning|start|top))\b", tail) is not None)
+        if _CONTEXT_OF.match(tail):
+            return False
+        return "your" in before or _TAIL_OWNER.match(tail) is not None or _CONTEXT_SEEN.match(tail) is not None
     if word.startswith(_SELF_OWNED) or _TAIL_OWNER.match(tail):
         return True
     if _DEIXIS.search(word):
@@ -1134,15 +1143,13 @@ def _owned(window: str, target: re.Match[str]) -> bool:
     if (after := _POSTPOSED_DEIXIS.match(tail)) is not None:
         return _PREPOSITION.match(tail, after.end()) is None
     nouns = word.split()
-    if nouns and nouns[-1] in _DISCOURSE_NOUNS and not word.startswith("set") or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
+    discourse = bool(nouns) and nouns[-1] in _DISCOURSE_NOUNS and not word.startswith("set")
+    if discourse or re.match(r"(?:words|text|lines?|messages?)\s+at\s+the", word):
         # The conversation's own text, said so in the object ("the start of
         # this conversation", "the message that came before") or after it
         # ("the text that precedes this message").
         return re.search(r"\s+of\s+(?:this|our)\b|\b(?:came|come|sent|appeared)\s+before|\bpreced\w*\s+(?:this|my)\b",
-                         word) is not None or (
-            re.match(r"\s*(?:that\s+|which\s+)?(?:precedes?|preceded|comes?\s+before|came\s+before|is\s+(?:above|before))"
-                     r"\s+(?:this|my)\s+(?:first\s+)?(?:message|line|request|question|prompt|sentence)\b", tail) is not None
-        )
+                         word) is not None or _PRECEDES_THIS.match(tail) is not None
     # The agent's set-up: a possessive or qualifier before the object or in it.
     for qualifier in _PROMPT_QUALIFIER.finditer(before + word):
         # "above" and "before" as prepositions place the output ("print

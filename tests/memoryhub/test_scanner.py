@@ -824,7 +824,7 @@ KNOWN_VERSIONS = {
     # Issue 19, sixth pass: extraction of what the agent received or of the
     # text before this message; argument-style jailbreaks (fiction as a
     # pretext, credentials as a key, an unbound model's answer).
-    "2026.12.9": "0d96d67aa834dc2c",
+    "2026.12.9": "d38c514f51f31fd9",
 }
 
 
