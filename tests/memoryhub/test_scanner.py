@@ -821,6 +821,10 @@ KNOWN_VERSIONS = {
     # Issue 19, fifth pass: secrets the agent holds, prior turns dropped wholesale, bare role verbs
     # only as imperatives.
     "2026.12.8": "3fab041a9b328ecb",
+    # Issue 19, sixth pass: extraction of what the agent received or of the
+    # text before this message; argument-style jailbreaks (fiction as a
+    # pretext, credentials as a key, an unbound model's answer).
+    "2026.12.9": "d38c514f51f31fd9",
 }
 
 

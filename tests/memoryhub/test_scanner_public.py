@@ -30,12 +30,11 @@ MAX_FLAGGED = 0.02
 # Where a split falls short of a target, the rate it reached is asserted
 # instead, so it cannot silently fall further. docs/scanner.md says which
 # targets are not met and why.
+# (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
+# 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
-    # 95/106 with rules 2026.12.8 (92/104 with 2026.12.6 and 2026.12.7; ps-fuzz
-    # added, its first run 2/2 with 2026.12.7)
-    ("heldout", "persona"): 0.89,
-    # 39/52 with rules 2026.12.8 (19/30 with 2026.12.7; spikee added, the
-    # first run of the 52 with 2026.12.7 was 32/52)
+    # 39/52 with rules 2026.12.8 and 2026.12.9 (19/30 with 2026.12.7; spikee
+    # added, the first run of the 52 with 2026.12.7 was 32/52)
     ("heldout", "sysprompt"): 0.75,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
