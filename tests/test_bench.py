@@ -50,6 +50,7 @@ SMOKES: dict[str, Smoke] = {
     "scanner.py": Smoke(("--iterations", "5", "--chars", "500"), "scan_all"),
     # The dev split: a smoke run has no business printing held-out rates.
     "scanner_holdout.py": Smoke(("--split", "dev"), "per class"),
+    "scanner_wordings.py": Smoke((), "extraction:"),
     # The semantic index written directly, the path the 1,000,000-entry run takes.
     "search.py": Smoke(("--entries", "200", "--pairs", "100", "--queries", "20", "--direct-vectors"),
                        "WRITTEN DIRECTLY", postgres=True),
