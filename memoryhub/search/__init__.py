@@ -293,11 +293,19 @@ def _queue_embedding(agent: Agent, user_ref: str, docs: Sequence[index.Doc]) -> 
     key = (agent.pk, user_ref)
     if key in _queued:
         return
-    _queued.add(key)
     anchor = next((d for d in docs if d.source == "log"), None)
     args = (agent.pk, "log", anchor.entry) if anchor is not None else (agent.pk, "files", 0)
     queue = getattr(settings, "MEMORYHUB_SEARCH_QUEUE", "") or None
-    transaction.on_commit(lambda: tasks.embed_scope_task.apply_async(args, queue=queue))
+
+    def send() -> None:
+        # Marked when the message is sent, not when it is planned: a
+        # transaction that rolls back sends nothing, and a mark left behind
+        # would keep this process from ever asking for the scope again.
+        if key not in _queued:
+            _queued.add(key)
+            tasks.embed_scope_task.apply_async(args, queue=queue)
+
+    transaction.on_commit(send)
 
 
 def fuse(rankings: Sequence[Sequence[Candidate]], *, k: int = RRF_K,

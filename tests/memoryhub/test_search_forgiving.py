@@ -121,7 +121,30 @@ def test_redaction_deletes_the_vectors_of_the_text_it_replaces(agent):
 
     assert not EntryVector.objects.filter(agent=agent, content_hash=digest).exists()
     assert EntryVector.objects.filter(agent=agent).count() == len(LOGS) - 1
-    assert not search.search(agent=agent, user_ref="u1", query="A-99812")
+    # Neither its words nor its meaning find the entry any more (another
+    # entry may still come up by meaning: an invoice sits near an order id).
+    hits = search.search(agent=agent, user_ref="u1", query="A-99812")
+    assert all(hit.entry != entry.pk and "99812" not in hit.snippet for hit in hits), hits
+
+
+def test_a_search_rolled_back_does_not_keep_its_scope_from_being_queued_again(
+        agent, django_capture_on_commit_callbacks):
+    # The scope has no vectors, so a search asks the worker for them once
+    # its transaction commits. One that rolls back asks nothing, and must not
+    # leave the scope marked as asked for in this process.
+    from django.db import transaction
+
+    class RolledBack(Exception):
+        pass
+
+    with pytest.raises(RolledBack), transaction.atomic():
+        search.search(agent=agent, user_ref="u1", query="telephone", limit=5)
+        raise RolledBack
+    assert (agent.pk, "u1") not in search._queued
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        search.search(agent=agent, user_ref="u1", query="telephone", limit=5)
+    assert len(callbacks) == 1
 
 
 # --- any text -----------------------------------------------------------------------------------
