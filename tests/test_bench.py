@@ -43,7 +43,7 @@ SMOKES: dict[str, Smoke] = {
     "console.py": Smoke(("--rounds", "2"), "| dashboard |"),
     "context_api.py": Smoke(("--seconds", "0.3", "--warmup", "0", "--concurrency", "2", "--workers", "1",
                              "--threads", "2"), "ratio to GET /api/v1/tools"),
-    "embedding.py": Smoke(("--rounds", "1", "--texts", "20"), "ratio onnxruntime/numpy"),
+    "embedding.py": Smoke(("--rounds", "1", "--texts", "20"), "int8/float32"),
     "entries.py": Smoke(("--pairs", "3", "--rounds", "1"), "| add + remove |"),
     "load.py": Smoke(("--agents", "2", "--seconds", "1", "--workers", "1", "--threads", "2"), "errors 0",
                      postgres=True),

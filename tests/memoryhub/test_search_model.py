@@ -1,12 +1,14 @@
 """The sentence encoder: what the relevance tests rely on, checked on its
 own so that a broken forward pass fails here with a clear name, not only as
-lower recall. The index runs it with ONNX Runtime
-(memoryhub/search/minilm_onnx.py); numpy's pass (minilm.py) is the
-reference those vectors are held to."""
+lower recall. The index runs it with ONNX Runtime, its linear layers in
+int8 (memoryhub/search/minilm_onnx.py); numpy's pass (minilm.py) is the
+reference the float32 graph is held to, and the int8 graph is held to the
+float32 one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pytest
@@ -30,28 +32,55 @@ def test_vectors_are_unit_length_and_of_the_stored_size() -> None:
     assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("embed", [minilm.embed, minilm_onnx.embed], ids=["numpy", "onnx"])
+SHORT = "Invoice KC-204511 sent."
+LONGER = ("A much longer note about the customer's cargo bike, its battery and "
+          "the warranty claim that the workshop opened last Tuesday.")
+# Varied texts: the relevance history's notes (English, German, Spanish,
+# French, invoice numbers), an empty text, one word, and one longer than
+# MAX_TOKENS (cut at the same place by every runtime).
+TEXTS = [content for _, _, content in history.LOGS]
+TEXTS += [line for body in history.FILES.values() for line in body.splitlines()]
+TEXTS += ["", "ok", "how should I get in touch with her", " ".join(["warranty claim for the hinge"] * 60)]
+
+
+@pytest.mark.parametrize("embed", [minilm.embed, partial(minilm_onnx.embed, precision="float32")],
+                         ids=["numpy", "onnx-float32"])
 def test_a_text_gets_the_same_vector_alone_and_padded_beside_a_longer_one(
         embed: Callable[[list[str]], np.ndarray]) -> None:
     # Texts of one batch are padded to the longest; the attention mask and
     # the pooling must leave the padding out, or a vector would depend on
     # its neighbours in the worker's batch.
-    short = "Invoice KC-204511 sent."
-    longer = ("A much longer note about the customer's cargo bike, its battery and "
-              "the warranty claim that the workshop opened last Tuesday.")
-    assert np.allclose(embed([short])[0], embed([short, longer])[0], atol=1e-5)
+    assert np.allclose(embed([SHORT])[0], embed([SHORT, LONGER])[0], atol=1e-5)
 
 
-def test_onnx_runtime_gives_the_vectors_of_the_numpy_reference() -> None:
-    # Varied texts: the relevance history's notes (English, German, Spanish,
-    # French, invoice numbers), an empty text, one word, and one longer than
-    # MAX_TOKENS (cut at the same place by both). Equal to rounding, which
-    # is why EMBEDDING_VERSION did not change with the runtime.
-    texts = [content for _, _, content in history.LOGS]
-    texts += [line for body in history.FILES.values() for line in body.splitlines()]
-    texts += ["", "ok", "how should I get in touch with her", " ".join(["warranty claim for the hinge"] * 60)]
-    cosines = (minilm_onnx.embed(texts) * minilm.embed(texts)).sum(axis=1)
-    assert float(cosines.min()) >= 0.9999, sorted(zip(cosines.tolist(), texts, strict=True))[:3]
+def test_int8_depends_on_its_batch_neighbours_only_by_its_activation_scale() -> None:
+    # int8 quantizes activations with one scale per batch, so padding beside
+    # a longer text moves the vector a little (documented in minilm_onnx);
+    # a mask or pooling that let the padding in would move it much more.
+    alone, padded = minilm_onnx.embed([SHORT])[0], minilm_onnx.embed([SHORT, LONGER])[0]
+    assert float(alone @ padded) >= 0.98
+
+
+def test_the_float32_graph_gives_the_vectors_of_the_numpy_reference() -> None:
+    # Equal to rounding: the graph built in code is BERT's forward pass.
+    cosines = (minilm_onnx.embed(TEXTS, precision="float32") * minilm.embed(TEXTS)).sum(axis=1)
+    assert float(cosines.min()) >= 0.9999, sorted(zip(cosines.tolist(), TEXTS, strict=True))[:3]
+
+
+def test_the_int8_graph_stays_near_the_float32_one() -> None:
+    # What the index embeds with. Its dev recall equals float32's
+    # (tests/memoryhub/search_relevance); this catches a quantization that
+    # goes wrong (a layer's scales, weights quantized on the wrong axis)
+    # with its name. The lowest cosines are the shortest texts ("ok", "").
+    cosines = (minilm_onnx.embed(TEXTS) * minilm_onnx.embed(TEXTS, precision="float32")).sum(axis=1)
+    print(f"int8 against float32: min {cosines.min():.4f}, mean {cosines.mean():.4f}")
+    assert float(cosines.min()) >= 0.95 and float(cosines.mean()) >= 0.98, \
+        sorted(zip(cosines.tolist(), TEXTS, strict=True))[:3]
+
+
+def test_an_unknown_precision_is_refused() -> None:
+    with pytest.raises(ValueError, match="precision"):
+        minilm_onnx.embed(["ok"], precision="float16")
 
 
 def test_the_weights_come_from_the_installed_wheel_not_a_download() -> None:
