@@ -825,6 +825,10 @@ KNOWN_VERSIONS = {
     # text before this message; argument-style jailbreaks (fiction as a
     # pretext, credentials as a key, an unbound model's answer).
     "2026.12.9": "d38c514f51f31fd9",
+    # Issue 19, seventh pass: the conversation reproduced (every sentence of
+    # the chat or of the instruction the agent got, or the chat itself, word
+    # for word), with no prompt named.
+    "2026.12.10": "8b83fc26c51ddbcf",
 }
 
 
