@@ -1246,7 +1246,8 @@ def _disclosures(view: Views) -> list[Directive]:
 _REPRODUCE_STEMS = (
     "repeat recit replay echo reproduc copy duplicat replicat transcrib quot print output list read reiterat restat "
     "rehash recount redeliver enunciat narrat enumerat parrot mirror remind recall tell detail elucidat disclos say "
-    "what provid present writ"
+    "what provid present writ show shar display giv send dump past type spell stat retell regurgitat reprint resend "
+    "retyp play reveal expos leak divulg unveil let inform"
 )
 _REPRODUCE = (
     r"(?:repeat(?:ing)?|recit(?:e|ing)|replay(?:ing)?|echo(?:ing)?(?:\s+back)?|reproduc(?:e|ing)|cop(?:y|ying)(?:\s+and\s+paste)?"
@@ -1257,31 +1258,42 @@ _REPRODUCE = (
     r"|mirror(?:ing)?|remind\s+(?:me|us)\s+of|recall(?:ing)?|tell\s+(?:me|us)|detail|elucidat(?:e|ing)|disclos(?:e|ing)"
     r"|say|what(?:'s|\s+(?:are|were|is|was))|provid(?:e|ing)\s+(?:me\s+|us\s+)?(?:with\s+)?(?:a|an)\s+(?:\w+\s+)?"
     r"(?:transcript|playback|copy|replay|record)\s+of|present\s+(?:me\s+|us\s+)?(?:with\s+)?(?:a|an)\s+(?:\w+\s+)?"
-    r"(?:transcript|playback|copy|replay|record)\s+of)\b"
+    r"(?:transcript|playback|copy|replay|record)\s+of"
+    # Showing or handing it over is reproducing it too.
+    r"|show(?:ing)?(?:\s+(?:me|us))?|shar(?:e|ing)|display(?:ing)?|giv(?:e|ing)\s+(?:me|us)|send(?:ing)?\s+(?:me|us)"
+    r"|dump(?:ing)?|past(?:e|ing)|typ(?:e|ing)\s+out|spell(?:ing)?\s+out|stat(?:e|ing)|retell(?:ing)?"
+    r"|regurgitat(?:e|ing)|reprint(?:ing)?|resend(?:ing)?|retyp(?:e|ing)|play(?:ing)?\s+back|reveal(?:ing)?"
+    r"|expos(?:e|ing)|leak(?:ing)?|divulg(?:e|ing)|unveil(?:ing)?|let\s+(?:me|us)\s+(?:know|see|hear)"
+    r"|inform\s+(?:me|us)\s+(?:of|about))\b"
 )
 _TRANSCRIPT_WORDS = frozenset(
     (
         "sentence", "sentences", "phrase", "phrases", "line", "lines", "statement", "statements", "word", "words",
         "wording", "text", "exchange", "exchanges", "item", "items", "part", "parts", "dialogue", "conversation",
         "discussion", "chat", "interaction", "discourse", "message", "messages", "prompt", "prompts", "instruction",
-        "instructions", "command", "commands",
+        "instructions", "command", "commands", "utterance", "utterances", "remark", "remarks", "passage", "passages",
+        "paragraph", "paragraphs", "content", "contents", "input", "inputs", "texts", "entry", "entries", "token",
+        "tokens", "everything",
     )
 )  # fmt: skip
 register_stems(_TRANSCRIPT_WORDS)
 _REPRODUCE_PHRASE = phrase(_REPRODUCE_STEMS, _REPRODUCE, "extract the agent's hidden instructions", after=80)
 _TOTAL_TEXT = re.compile(
-    r"(?:all|every|each|the\s+(?:entire|whole|full|complete|total)(?:ty)?)\s+(?:of\s+)?(?:(?:the|our|this|these|that)\s+)?"
-    r"(?:(?:single|previous|prior|earlier|preceding|input|prompt)\s+)?"
-    r"(?:sentences?|phrases?|lines?|statements?|words?|wording|text|exchanges?|items|parts|dialogue|prompts?"
-    r"|instructions?|commands?|messages?)\b"
+    r"(?:(?:all|every|each(?:\s+and\s+every)?|the\s+(?:entire|whole|full|complete|total|exact)(?:ty)?)\s+(?:of\s+)?"
+    r"(?:(?:the|our|this|these|that)\s+)?(?:(?:single|previous|prior|earlier|preceding|input|prompt|exact)\s+)?"
+    r"(?:sentences?|phrases?|lines?|statements?|words?|wording|text|texts|exchanges?|items|parts|dialogue|prompts?"
+    r"|instructions?|commands?|messages?|utterances?|remarks?|passages?|paragraphs?|contents?|inputs?|entries"
+    r"|tokens?)|everything)\b"
 )
 # Where the text units are: the conversation, or the instruction the agent got.
 _IN_THE_CONVERSATION = re.compile(
-    r"\s+(?:(?:that\s+|which\s+)?(?:(?:were|are|was|is)\s+)?(?:provided|given|contained|outlined|involved|listed"
-    r"|written|included|used)\s+)?(?:in|from|of|within)\s+(?:(?:our|the|this|your|my)\s+)"
+    r"\s+(?:(?:that\s+|which\s+)?(?:(?:were|are|was|is|has\s+been|have\s+been)\s+)?(?:provided|given|contained"
+    r"|outlined|involved|listed|written|included|used|said|stated|mentioned|typed|sent|exchanged|discussed)\s+)?"
+    r"(?:in|from|of|within|during|throughout)\s+(?:(?:our|the|this|your|my)\s+)"
     r"(?:(?:previous|prior|last|latest|most\s+recent|preceding|given|earlier|above|original|initial|first|full"
     r"|entire|whole|current)\s+)*(?:conversation|dialogue|discussion|chat|interaction|exchange|discourse"
-    r"|instructions?|prompts?|tasks?|commands?|directives?|demands?|ordinance|scenario|input|session)"
+    r"|instructions?|prompts?|tasks?|commands?|directives?|demands?|ordinance|scenario|input|session|thread|talk"
+    r"|correspondence|communication|context(?:\s+window)?|transcript|briefing|set-?up)(?:\s+(?:history|log|transcript))?"
     # The place ends there: not "the instruction manual", "the prompt about
     # pricing", "the prompt into the form".
     r"(?=\s*(?:$|[.,!?:;)]|\s(?:so\s+far|verbatim|word\s+for\s+word|again|instead|up\s+(?:until|to)|until|that|which"
@@ -1290,7 +1302,9 @@ _IN_THE_CONVERSATION = re.compile(
 # Perceived by the agent: "… you have seen", "… you received", "… we exchanged".
 _PERCEIVED = re.compile(
     r"\s+(?:that\s+|which\s+)?(?:(?:you|u)(?:'ve|\s+have|\s+had)?\s+(?:saw|seen|received|got|gotten|read|processed"
-    r"|encountered|interpreted|come\s+across|came\s+across|drew\s+upon|drawn\s+upon|been\s+given|were\s+given)"
+    r"|encountered|interpreted|come\s+across|came\s+across|drew\s+upon|drawn\s+upon|been\s+(?:given|shown|fed|told"
+    r"|sent)|were\s+(?:given|shown|fed|told|sent)|heard|ingested|absorbed|observed|witnessed|taken\s+in"
+    r"|have\s+access\s+to|can\s+see|remember)"
     r"|we(?:'ve|\s+have)?\s+(?:exchanged|had|gone\s+over|went\s+over))\b"
 )
 # The conversation itself, asked for whole.
@@ -1306,8 +1320,20 @@ _WHOLE_CONVERSATION = re.compile(
 # "tell me about our discussion".
 _VERBATIM_VERB = re.compile(
     r"(?:repeat|recit|replay|echo|reproduc|cop|duplicat|replicat|transcrib|quot|print|output|read|reiterat|restat"
-    r"|rehash|redeliver|parrot|mirror|provid|present|writ)"
+    r"|rehash|redeliver|parrot|mirror|provid|present|writ|dump|past|typ|retell|regurgitat|reprint|retyp|play)"
 )
+
+
+def _perceived(window: str, at: int) -> bool:
+    """Whether the text units at `at` are what the agent perceived: "… you
+    have seen", "… we exchanged", unless a topic, a source or a time
+    follows ("… you were told about the refund", "… you read in the
+    report"), which an anchor in this conversation overrides."""
+    perceived = _PERCEIVED.match(window, at)
+    if perceived is None:
+        return False
+    tail = window[perceived.end() :]
+    return _START_ANCHOR.match(tail) is not None or _TOPIC_OR_SOURCE.match(tail) is None
 
 
 def _transcripts(view: Views) -> list[Directive]:
@@ -1325,7 +1351,7 @@ def _transcripts(view: Views) -> list[Directive]:
         window = text[after : min(end, after + 90)]
         total = _TOTAL_TEXT.search(window, 0, 40)
         if total is not None and (total.start() > 12 or not (
-            _IN_THE_CONVERSATION.match(window, total.end()) or _PERCEIVED.match(window, total.end())
+            _IN_THE_CONVERSATION.match(window, total.end()) or _perceived(window, total.end())
         )):
             total = None
         whole = None

@@ -829,6 +829,10 @@ KNOWN_VERSIONS = {
     # the chat or of the instruction the agent got, or the chat itself, word
     # for word), with no prompt named.
     "2026.12.10": "8b83fc26c51ddbcf",
+    # Issue 19, eighth pass: the rest of each word class of that shape (verbs
+    # that show or hand over, paragraphs, tokens, everything; a thread, the
+    # context window; "you have access to").
+    "2026.12.11": "984648f3aaa8b107",
 }
 
 

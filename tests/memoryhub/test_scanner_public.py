@@ -33,7 +33,7 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
-    # 85/112 with rules 2026.12.10 (the Zhang et al. and promptmap sets
+    # 86/112 with rules 2026.12.11, 85/112 with 2026.12.10 (the Zhang et al. and promptmap sets
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
