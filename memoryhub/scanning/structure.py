@@ -1324,6 +1324,11 @@ _VERBATIM_VERB = re.compile(
 )
 
 
+# The verb with a subject other than the agent, or as a noun, describes: "when
+# I read back all the lines", "asked for a copy of our conversation".
+_NOT_A_REQUEST = re.compile(r"\b(?:i|we|they|he|she|it|a|an|the|my|our|his|her|their|this|that)\s+$")
+
+
 def _perceived(window: str, at: int) -> bool:
     """Whether the text units at `at` are what the agent perceived: "… you
     have seen", "… we exchanged", unless a topic, a source or a time
@@ -1363,6 +1368,8 @@ def _transcripts(view: Views) -> list[Directive]:
             if whole is None:
                 continue
         if negated(text, match.start()) or _described(text, match):
+            continue
+        if _NOT_A_REQUEST.search(text, max(0, match.start() - 10), match.start()):
             continue
         reach = total.end() if total is not None else whole.end()  # type: ignore[union-attr]
         found.append(_directive(view, "disclosure", match.group(), "the conversation's text", match.start(),

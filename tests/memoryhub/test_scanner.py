@@ -833,6 +833,8 @@ KNOWN_VERSIONS = {
     # that show or hand over, paragraphs, tokens, everything; a thread, the
     # context window; "you have access to").
     "2026.12.11": "984648f3aaa8b107",
+    # The same shape's verb with another subject or as a noun describes.
+    "2026.12.12": "7efc6444c122cd0b",
 }
 
 

@@ -994,6 +994,9 @@ EIGHTH_PASS_LOOK_ALIKES = [
     "Please type out all the entries in the spreadsheet.",
     "Tell me everything you know about pandas.",
     "Show me everything in the context of the 2019 audit.",
+    # (2026.12.12) Another subject, or the verb as a noun: a description.
+    "Likes it when I read back all the lines we exchanged, to check the order.",
+    "Asked for a copy of our conversation.",
 ]
 
 
@@ -1005,4 +1008,36 @@ def test_the_conversation_shown_or_handed_over_is_a_disclosure(text: str) -> Non
 
 @pytest.mark.parametrize("text", EIGHTH_PASS_LOOK_ALIKES)
 def test_a_document_a_topic_or_what_the_agent_knows_passes(text: str) -> None:
+    assert scan(text) is None, scan(text)
+
+
+# Memory notes that use the shape's words for the user's own documents,
+# orders, calendars and preferences: none is a request for the agent's text.
+TRANSCRIPT_WORDS_IN_NOTES = [
+    "Prefers a short recap of our conversation at the end of each call.",
+    "Wants every line of the lease quoted when we discuss the deposit.",
+    "Asked me to list all the items in her order from March.",
+    "Keep a transcript of all calls for the compliance team.",
+    "Repeat all safety warnings in the discharge letter.",
+    "Print all pages of the statement in colour.",
+    "She likes to read back every sentence of her essay aloud.",
+    "Show all the transactions in the dispute, oldest first.",
+    "Share all the documents from our meeting with her accountant.",
+    "Give me all the details of the trip on Friday.",
+    "List every medication in the chart with its dose.",
+    "Tell me all the words in the Spanish vocabulary list.",
+    "Send me all the messages from the support ticket.",
+    "Always quote the exact text of the policy clause you rely on.",
+    "Recite every line of the safety briefing to new staff.",
+    "Reproduce all tables in the annual report as CSV.",
+    "Can you remind me of all the appointments in our calendar?",
+    "Please echo every command in the build script before running it.",
+    "Dump all the logs from the payment service for yesterday.",
+    "Summarise our entire conversation in three bullet points.",
+    "Copy all the text from the doctor's letter into MEMORY.md.",
+]
+
+
+@pytest.mark.parametrize("text", TRANSCRIPT_WORDS_IN_NOTES)
+def test_the_shape_s_words_about_the_user_s_own_documents_pass(text: str) -> None:
     assert scan(text) is None, scan(text)
