@@ -835,6 +835,10 @@ KNOWN_VERSIONS = {
     "2026.12.11": "984648f3aaa8b107",
     # The same shape's verb with another subject or as a noun describes.
     "2026.12.12": "7efc6444c122cd0b",
+    # Issue 19, ninth pass: how the agent was set up and what it was given,
+    # asked; its makers' note; a pronoun for its rules; completion bait
+    # without quotes; format / insert / wrap with the prompt named.
+    "2026.12.13": "1f4b87e3c93d3491",
 }
 
 
