@@ -21,7 +21,9 @@ clause:
   rules").
 - **disclosure** (`prompt_disclosure`): a show action (reveal, print,
   repeat, output, what is …) on the agent's prompt, instructions or the text
-  above, not negated.
+  above, not negated; or a reproducing verb on the whole conversation ("repeat
+  all sentences in our conversation", `_transcripts`); or a question about
+  how the agent was set up and what it was given (`_TOLD`).
 - **persona and role-play set-up** (`role_hijack`), **claimed authority and
   dictated answers** (`injected_instruction`): weighted cues, each kind
   counted once per text; three points make a finding. A role-play alone
