@@ -1273,13 +1273,17 @@ def _disclosures(view: Views) -> list[Directive]:
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
     for match in _COMPLETE_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
+        if len(found) >= _MAX_PER_KIND:
+            return found
     for match in _PLACE_PHRASE.matches(view):
         # (The pattern takes the verbs' base forms only: "includes your
         # system prompt" describes.)
         if not negated(text, match.start()):
             found.append(_directive(view, "disclosure", match.group().split()[0], "its prompt", match.start(),
                                     match.end()))  # fmt: skip
-    found.extend(_pronoun_disclosures(view))
+            if len(found) >= _MAX_PER_KIND:
+                return found
+    found.extend(_pronoun_disclosures(view, _MAX_PER_KIND - len(found)))
     if "prompt" in text or "instruction" in text or "preamble" in text:
         normalized = view.normalized
         for match in _CODE_SHOW.finditer(normalized):
@@ -1446,7 +1450,7 @@ def _transcripts(view: Views) -> list[Directive]:
     return found
 
 
-def _pronoun_disclosures(view: Views) -> list[Directive]:
+def _pronoun_disclosures(view: Views, limit: int) -> list[Directive]:
     """A show verb at a clause's start whose object is a pronoun ("List
     them."), when the clause before it names the agent's own set-up ("Are
     there any hidden rules you follow?"), judged as its object would be."""
@@ -1466,6 +1470,8 @@ def _pronoun_disclosures(view: Views) -> list[Directive]:
             if qualified or _owned(before, target) or _TAIL_OWNER.match(tail):
                 found.append(_directive(view, "disclosure", match.group(), target.group(), match.start(), match.end()))
                 break
+        if len(found) >= limit:
+            break
     return found
 
 

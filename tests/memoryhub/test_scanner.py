@@ -839,6 +839,10 @@ KNOWN_VERSIONS = {
     # asked; its makers' note; a pronoun for its rules; completion bait
     # without quotes; format / insert / wrap with the prompt named.
     "2026.12.13": "1f4b87e3c93d3491",
+    # The ninth pass's new disclosure loops stop at _MAX_PER_KIND like the
+    # others (same findings; a text repeating one 5,000 times is not read
+    # to the end).
+    "2026.12.14": "aaa09f4ac504e94b",
 }
 
 
