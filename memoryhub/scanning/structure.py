@@ -1318,7 +1318,7 @@ _REPRODUCE_STEMS = (
     "repeat recit replay echo reproduc copy duplicat replicat transcrib quot print output list read reiterat restat "
     "rehash recount redeliver enunciat narrat enumerat parrot mirror remind recall tell detail elucidat disclos say "
     "what provid present writ show shar display giv send dump past type spell stat retell regurgitat reprint resend "
-    "retyp play reveal expos leak divulg unveil let inform"
+    "retyp play reveal expos leak divulg unveil let inform summari summariz recap"
 )
 _REPRODUCE = (
     r"(?:repeat(?:ing)?|recit(?:e|ing)|replay(?:ing)?|echo(?:ing)?(?:\s+back)?|reproduc(?:e|ing)|cop(?:y|ying)(?:\s+and\s+paste)?"
@@ -1335,7 +1335,17 @@ _REPRODUCE = (
     r"|dump(?:ing)?|past(?:e|ing)|typ(?:e|ing)\s+out|spell(?:ing)?\s+out|stat(?:e|ing)|retell(?:ing)?"
     r"|regurgitat(?:e|ing)|reprint(?:ing)?|resend(?:ing)?|retyp(?:e|ing)|play(?:ing)?\s+back|reveal(?:ing)?"
     r"|expos(?:e|ing)|leak(?:ing)?|divulg(?:e|ing)|unveil(?:ing)?|let\s+(?:me|us)\s+(?:know|see|hear)"
-    r"|inform\s+(?:me|us)\s+(?:of|about))\b"
+    r"|inform\s+(?:me|us)\s+(?:of|about)"
+    # A summary of each sentence restates them all (only with units that
+    # small: see _EACH_SENTENCE).
+    r"|summari[sz](?:e|ing)|recap(?:ping)?)\b"
+)
+_SUMMARY_VERB = re.compile(r"summari|recap")
+# What a summary must be of to restate the text: each sentence, line or
+# statement, not "all the messages in the thread" (a user's wish).
+_EACH_SENTENCE = re.compile(
+    r"(?:all|every|each(?:\s+and\s+every)?)\s+(?:(?:of\s+)?(?:the|our|these)\s+)?(?:single\s+)?(?:prompt\s+)?"
+    r"(?:sentences?|phrases?|lines?|statements?|words?|wording|utterances?|remarks?)\b"
 )
 _TRANSCRIPT_WORDS = frozenset(
     (
@@ -1356,6 +1366,9 @@ _TOTAL_TEXT = re.compile(
     r"|instructions?|commands?|messages?|utterances?|remarks?|passages?|paragraphs?|contents?|inputs?|entries"
     r"|tokens?)|everything)\b"
 )
+# Units named as the prompt's own place themselves: "all the prompt
+# sentences" (not "all the input lines", which a program reads).
+_OF_THE_PROMPT = re.compile(r"\b(?:prompt|instruction|system)\s+\w+$")
 # Where the text units are: the conversation, or the instruction the agent got.
 _IN_THE_CONVERSATION = re.compile(
     r"\s+(?:(?:that\s+|which\s+)?(?:(?:were|are|was|is|has\s+been|have\s+been)\s+)?(?:provided|given|contained"
@@ -1425,13 +1438,17 @@ def _transcripts(view: Views) -> list[Directive]:
             continue  # the pattern took only the start of a word ("listen", "whatever")
         end = _clause_end(text, after)
         window = text[after : min(end, after + 90)]
-        total = _TOTAL_TEXT.search(window, 0, 40)
+        summary = _SUMMARY_VERB.match(match.group()) is not None
+        total = (_EACH_SENTENCE if summary else _TOTAL_TEXT).search(window, 0, 40)
         if total is not None and (total.start() > 12 or not (
-            _IN_THE_CONVERSATION.match(window, total.end()) or _perceived(window, total.end())
+            _OF_THE_PROMPT.search(total.group()) or _IN_THE_CONVERSATION.match(window, total.end())
+            or _perceived(window, total.end())
         )):
             total = None
         whole = None
         if total is None:
+            if summary:
+                continue
             if not _VERBATIM_VERB.match(match.group()):
                 continue
             lead = len(window) - len(window.lstrip())

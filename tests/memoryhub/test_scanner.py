@@ -843,6 +843,9 @@ KNOWN_VERSIONS = {
     # others (same findings; a text repeating one 5,000 times is not read
     # to the end).
     "2026.12.14": "aaa09f4ac504e94b",
+    # Tenth pass: a summary of each sentence of the prompt or the
+    # conversation restates it; units named as the prompt's place themselves.
+    "2026.12.15": "9e43e5e185c5f331",
 }
 
 
