@@ -846,6 +846,10 @@ KNOWN_VERSIONS = {
     # Tenth pass: a summary of each sentence of the prompt or the
     # conversation restates it; units named as the prompt's place themselves.
     "2026.12.15": "9e43e5e185c5f331",
+    # Eleventh pass: the prompt by its strongest names, acted on; how the
+    # agent was configured, described; the instruction behind a refusal;
+    # what its instructions contain, probed; the system tags' content.
+    "2026.12.16": "619e55336dbc4321",
 }
 
 

@@ -33,11 +33,14 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
-    # 86/112 with rules 2026.12.11, 85/112 with 2026.12.10 (the Zhang et al. and promptmap sets
+    # 106/153 = 69.3 % with rules 2026.12.16 (dagnelli's leakage prompts added:
+    # their first run with 2026.12.15 was 18/41, the class 104/153; the 112
+    # cases before them stand at 87/112); 86/112 with rules 2026.12.11,
+    # 85/112 with 2026.12.10 (the Zhang et al. and promptmap sets
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.75,
+    ("heldout", "sysprompt"): 0.69,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).
