@@ -40,7 +40,7 @@ from search import COMMON, pseudo_words  # noqa: E402
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 django.setup()
 
-from memoryhub.search import minilm, minilm_onnx  # noqa: E402
+from memoryhub.encoder import minilm, minilm_onnx  # noqa: E402
 from tests.memoryhub.search_relevance import history  # noqa: E402
 
 

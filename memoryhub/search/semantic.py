@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from memoryhub.search import minilm, minilm_onnx
+from memoryhub.encoder import minilm, minilm_onnx
 
 DIM = minilm.DIM
 # minilm2: the encoder's linear layers in int8 (minilm_onnx.py); minilm1

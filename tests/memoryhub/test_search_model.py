@@ -1,7 +1,7 @@
 """The sentence encoder: what the relevance tests rely on, checked on its
 own so that a broken forward pass fails here with a clear name, not only as
 lower recall. The index runs it with ONNX Runtime, its linear layers in
-int8 (memoryhub/search/minilm_onnx.py); numpy's pass (minilm.py) is the
+int8 (memoryhub/encoder/minilm_onnx.py); numpy's pass (minilm.py) is the
 reference the float32 graph is held to, and the int8 graph is held to the
 float32 one."""
 
@@ -13,7 +13,8 @@ from functools import partial
 import numpy as np
 import pytest
 
-from memoryhub.search import minilm, minilm_onnx, semantic
+from memoryhub.encoder import minilm, minilm_onnx
+from memoryhub.search import semantic
 from tests.memoryhub.search_relevance import history
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from memoryhub.search import minilm
+from memoryhub.encoder import minilm
 
 # Change when the graph below changes: a file built by older code is then
 # not reused.
@@ -193,13 +193,21 @@ def _quantized(float_model: Path) -> bytes:
         return target.read_bytes()
 
 
+def _var_dir() -> Path:
+    """Django's VAR_DIR where settings are configured; otherwise (the scanner
+    used on its own) the same environment variable and default."""
+    from django.conf import settings
+
+    if settings.configured:
+        return Path(settings.VAR_DIR)
+    return Path(os.environ.get("MEMORYHUB_VAR_DIR", Path(__file__).resolve().parents[2] / "var"))
+
+
 def _cached_model(precision: str) -> Path:
     """The graph as a file under the var dir, keyed by the weights' digest,
     GRAPH_VERSION and precision: building it costs seconds and ~450 MB at
     peak, while a session loads the file in a fraction of that."""
-    from django.conf import settings
-
-    folder = Path(settings.VAR_DIR) / "models"
+    folder = _var_dir() / "models"
     stem = f"minilm-{_weights_digest()}-g{GRAPH_VERSION}"
     float_path = folder / f"{stem}.onnx"
     if not float_path.is_file():
