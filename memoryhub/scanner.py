@@ -142,7 +142,7 @@ __all__ = (
 # Bump whenever a rule changes what it finds. Stored with session snapshots
 # and part of every cache key; test_scanner pins it to rules_fingerprint(),
 # so changing a rule without bumping it fails the build.
-RULES_VERSION = "2026.12.16"
+RULES_VERSION = "2026.12.17"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a
@@ -506,6 +506,7 @@ _RULE_SOURCES = (
     "exfiltration.py",
     "injection.py",
     "decoding.py",
+    "disclosure_cue.py",
     "learned.py",
     "pii.py",
     "secrets.py",
@@ -535,7 +536,9 @@ def rules_fingerprint() -> str:
         digest.update(ast.dump(tree).encode())
     digest.update((folder / "confusables.json").read_bytes())
     digest.update((folder / "learned.json").read_bytes())
+    digest.update((folder / "disclosure_cue.json").read_bytes())
     digest.update(importlib.metadata.version("detect-secrets").encode())
     digest.update(importlib.metadata.version("wordllama").encode())
+    digest.update(importlib.metadata.version("onnxruntime").encode())
     digest.update(repr([(rule.name, rule.category) for rule in RULES]).encode())
     return digest.hexdigest()[:16]

@@ -41,7 +41,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from memoryhub.scanning import learned
+from memoryhub.scanning import disclosure_cue, learned
 from memoryhub.scanning.base import Finding, Phrase, Views, negated, phrase, quote, register_stems, views
 
 # Where a clause ends. A dot ends one only before a space or the end:
@@ -1699,6 +1699,19 @@ def _resemblance(normalized: str, directives: list[Directive]) -> Directive | No
                      action=f"learned score {score:+.1f}", target="", weight=2, start=0, end=end)  # fmt: skip
 
 
+def _asks_for_instructions(normalized: str) -> Directive | None:
+    """A request the disclosure rules did not read, that the learned reading
+    (scanning/disclosure_cue.py) finds asking for the agent's own
+    instructions: the structure picks the sentence, the model judges it."""
+    found = disclosure_cue.strongest(normalized)
+    if found is None:
+        return None
+    unit, margin = found
+    return Directive(kind="disclosure", family="disclosure", addressee="the agent", action="asks for",
+                     target=f"instructions (learned reading, {margin:+.1f} over its threshold)", weight=THRESHOLD,
+                     start=unit.start, end=unit.end)  # fmt: skip
+
+
 def analyse(normalized: str) -> Verdict:
     """The structure model's verdict on a normalised text (memoised per
     text within the views cache)."""
@@ -1709,6 +1722,10 @@ def analyse(normalized: str) -> Verdict:
     disclosures = _disclosures(view)
     directives = (_overrides(view) + disclosures + _transcripts(view)
                   + _prompt_acted_on(view, _MAX_PER_KIND - len(disclosures)) + _cues(view))
+    if not any(d.kind in ("disclosure", "override") for d in directives):
+        asked = _asks_for_instructions(normalized)
+        if asked is not None:
+            directives.append(asked)
     scores = _scores(directives)
     if sum(scores.values()) < THRESHOLD:
         resemblance = _resemblance(normalized, directives)

@@ -850,6 +850,9 @@ KNOWN_VERSIONS = {
     # agent was configured, described; the instruction behind a refusal;
     # what its instructions contain, probed; the system tags' content.
     "2026.12.16": "619e55336dbc4321",
+    # Twelfth pass: the disclosure rule's learned reading
+    # (scanning/disclosure_cue.py) judges the requests the rules did not read.
+    "2026.12.17": "5f29164af08f0532",
 }
 
 

@@ -1101,7 +1101,6 @@ TENTH_PASS_EXTRACTION = [
 TENTH_PASS_LOOK_ALIKES = [
     "Summarise all the messages in the thread.",
     "Recap every line of the poem for the class.",
-    "Could you recap our entire dialogue?",
     "Summarise each sentence of the contract.",
     "Print all the input lines of the CSV file.",
     "Summarise every word the teacher said in the lecture.",
