@@ -11,10 +11,8 @@ Training text (nothing else is read):
   (`tests/memoryhub/test_scanner_structure.py`), and the team's training
   file `tests/scanner_corpus/disclosure_training.yaml`;
 - benign: every benign case of the public **dev** split (prose, code, logs,
-  notes in 30 languages, requests) and each line of its prose, code and
-  logs alone (a memory note can be a line of a manual, cut anywhere), every
-  benign case of the team corpus, and the look-alikes of the wordings, of
-  the structure tests and of the training file.
+  notes in 30 languages, requests), of the team corpus, and the look-alikes
+  of the wordings, of the structure tests and of the training file.
 The held-out split is never loaded (`load("dev")`).
 
 A text is read as the cue reads it: its sentences that pass the structure
@@ -30,7 +28,7 @@ never saw it: `standalone` is the least score at which no more than 5 % of
 the short look-alikes (the training file's and the wordings', written to be
 hard) and 0.5 % of the other short benign texts score above it;
 `in_document` the least at which none of the benign texts longer than
-`STANDALONE_CHARS` does, and never below `standalone + DOCUMENT_MARGIN`.
+`STANDALONE_CHARS` does, and never below `standalone`.
 
 Deterministic: full-batch gradient descent from zeros on standardised
 features, fixed steps, classes balanced; `--check` rebuilds and compares
@@ -61,15 +59,8 @@ FOLDS = 5
 ROUNDS = 2
 MAX_LOOKALIKES_ABOVE = 0.05
 MAX_BENIGN_ABOVE = 0.005
-# Documents are many and long: none of the dev split's scores above the bar,
-# and the bar stands DOCUMENT_MARGIN above a standalone request's. The dev
-# split holds 387 long texts, too few to see the rare sentence of a manual
-# that reads like a request; the margin was read off 26,668 chunks of
-# installed documentation outside the corpus (docs/scanner.md, "Twelfth
-# pass"), where it keeps the cue's own flags under 0.1 %. No extraction
-# request of the dev split is longer than STANDALONE_CHARS.
+# Documents are many and long: none of the dev split's scores above the bar.
 MAX_LONG_BENIGN_ABOVE = 0.0
-DOCUMENT_MARGIN = 4.5
 # --check: how far a rebuild may drift (int8 activations on another CPU).
 TOLERANCE = {"weights": 0.05, "thresholds": 0.15}
 
@@ -90,11 +81,6 @@ def training_texts() -> list[Text]:
     for case in load("dev"):
         if case.label == "benign":
             texts.append(Text(case.text, False, case.source))
-            if case.kind in ("prose", "code", "log"):
-                # Each line alone too: a memory note can be a line of a
-                # manual, a changelog or a docstring, cut anywhere.
-                texts += [Text(line.strip(), False, "dev lines") for line in case.text.splitlines()
-                          if len(line.split()) >= 3]  # fmt: skip
         elif case.kind == "sysprompt" and case.lang == "en":
             texts.append(Text(case.text, True, case.source))
     corpus = ROOT / "tests" / "scanner_corpus"
@@ -228,7 +214,7 @@ def build() -> dict[str, object]:
     benign = ~unsafe
     standalone = max(_least_above(out_of_fold[benign & short & lookalike], MAX_LOOKALIKES_ABOVE),
                      _least_above(out_of_fold[benign & short & ~lookalike], MAX_BENIGN_ABOVE))
-    in_document = max(standalone + DOCUMENT_MARGIN, _least_above(out_of_fold[benign & ~short], MAX_LONG_BENIGN_ABOVE))
+    in_document = max(standalone, _least_above(out_of_fold[benign & ~short], MAX_LONG_BENIGN_ABOVE))
     weights, bias = bags.fit(list(range(len(texts))))
 
     def above(mask: np.ndarray) -> str:

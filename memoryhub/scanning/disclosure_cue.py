@@ -108,7 +108,7 @@ _YOU_SHALL = re.compile(
 _NEGATION_REACH = 40
 _NEGATION = re.compile(r"\b(?:not|never|no\s+longer|can'?t|cannot|won'?t|don'?t|doesn'?t|shouldn'?t|mustn'?t|n't)\b")
 _WANT = re.compile(
-    r"i\s*(?:'d|would)?\s*(?:\w+ly\s+|hereby\s+|now\s+|just\s+|also\s+)?(?:want|need|wish|demand|request|insist|require|like)\b"
+    r"i\s*(?:'d|would)?\s*(?:\w+ly\s+|hereby\s+)?(?:want|need|wish|demand|request|insist|require|like)\b"
     r"|i\s*(?:'m|am)\s+(?:asking|requesting|ordering|telling)\b"
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|u|ur|ya|thee|thy)\b")
@@ -120,7 +120,7 @@ _REQUEST_VERBS_TEXT = """
     rewrit quot restat recount reply respond answer replay duplicat replicat transcrib reiterat rehash enunciat
     narrat enumerat parrot mirror remind recall detail elucidat say present regurgitat reprint resend retyp
     play unveil divulg inform recap describ explain document walk break render format wrap turn make compos
-    spit let complet continu finish fill start begin includ prepend append cit
+    spit let complet continu finish fill start begin includ prepend append
 """
 _REQUEST_VERBS = frozenset(_REQUEST_VERBS_TEXT.split())
 # A sentence's clauses: a request often follows a pretext ("Forget the
@@ -189,9 +189,6 @@ _OWNED = (
     phrase("your ur thy", r"(?:your\w*|ur|thy)\b", "the agent's own"),
     phrase("told given receiv instructed programmed configured loaded primed shown fed sent seen saw encounter "
            "processed interpreted heard", r"\w+", "received or seen by the agent", check=_after_you),
-    phrase("given told sent provid shown written", r"\w+\s+(?:to|for)\s+(?:you|u)\b", "given to the agent"),
-    phrase("operat work act access", r"(?:operating|working|acting)\s+under\b|access\s+to\b",
-           "what the agent works under", check=_after_you),
     phrase("above preced previous earlier prior initial original beginning verbatim", r"\w+", "what came before"),
     phrase("far", r"far\b", "so far", check=_after_so),
     phrase("before", r"before\s+(?:my|mine|this|that|i\b|the\s+user)", "before this message"),
@@ -203,9 +200,9 @@ _OWNED = (
            r"(?:conversation|chat|dialog\w*|discussion|exchange\w*|transcript|discourse|interaction)\b",
            "the conversation"),
     phrase("session history context thread", r"\w+", "this conversation", check=_after_determiner),
-    phrase("system prompt pre meta instruct directive guideline configur preamble setup set initiali persona context",
+    phrase("system prompt pre meta instruct directive guideline configur preamble setup set initiali persona",
            r"(?:system|prompts?|pre-?prompt|meta-?prompt|instruct\w*|directives?|guidelines?|configur\w*|preamble"
-           r"|set-?up|initiali[sz]\w*|persona|context\s+window)\b", "a prompt by name"),
+           r"|set-?up|initiali[sz]\w*|persona)\b", "a prompt by name"),
     phrase("tell told give gave given set sent send wrote write load built program",
            r"(?:tell|told|give|gave|given|set|sent|send|wrote|write|loaded|load|built|programmed|program)\s+(?:u|you)\b",
            "what others gave the agent"),
@@ -340,12 +337,8 @@ def is_request(sentence: str) -> bool:
         if (_first_word(clauses[0]) in _PROHIBITION_WORDS or opening.startswith(_PROHIBITION_OPENINGS)
                 or _REFUSAL.match(opening)):
             continue
-        # A question opens its sentence, or follows the condition that
-        # opens it: "If you were to quote your first instructions, what
-        # would they be?"
-        opener = 1 if len(clauses) > 1 and _first_word(clauses[0]) in _CONDITION_WORDS else 0
         opens = part_index == 0
-        if any(_clause_is_request(clause, opens=opens and index == opener) for index, clause in enumerate(clauses)):
+        if any(_clause_is_request(clause, opens=opens and index == 0) for index, clause in enumerate(clauses)):
             return True
     return False
 

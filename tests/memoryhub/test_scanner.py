@@ -853,11 +853,6 @@ KNOWN_VERSIONS = {
     # Twelfth pass: the disclosure rule's learned reading
     # (scanning/disclosure_cue.py) judges the requests the rules did not read.
     "2026.12.17": "5f29164af08f0532",
-    # The learned reading, second pass (dev only): ordinary requests to an
-    # assistant and each line of the dev split's documents as look-alikes;
-    # questions after a condition; a sentence inside a document needs 4.5
-    # more than a request standing alone.
-    "2026.12.18": "0469f522a35918c5",
 }
 
 
