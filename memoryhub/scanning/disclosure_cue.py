@@ -71,7 +71,7 @@ _MAX_MEMO = 8192
 # line, or at a line break that starts a list item, a heading or a capital;
 # a wrapped line that goes on in lower case is the same sentence.
 _BOUNDARY = re.compile(
-    r"(?<=[.!?。！？])[\"')\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•>#]|\d{1,3}[.)]\s|[A-Z\"'(\[]|[a-z]+:\s))"
+    r"([.!?。！？]+)[\"')\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•>#]|\d{1,3}[.)]\s|[A-Z\"'(\[]|[a-z]+:\s))"
 )
 # Openings that carry no meaning of their own: "ok so please …".
 _LEAD_WORDS_TEXT = """
@@ -257,7 +257,11 @@ def _opening(sentence: str) -> str:
 
 
 def _first_word(sentence: str) -> str:
-    first = _WORD.match(_opening(sentence))
+    return _word_of(_opening(sentence))
+
+
+def _word_of(opening: str) -> str:
+    first = _WORD.match(opening)
     return first.group() if first is not None else ""
 
 
@@ -277,11 +281,12 @@ def _imperative(word: str) -> bool:
     return not _NOT_A_BASE_VERB.search(word)
 
 
-def _clause_is_request(clause: str, *, opens: bool) -> bool:
-    # Dispatched on the first word: a set lookup decides most clauses
-    # without a regex (this runs on every sentence that names an object).
-    opening = _opening(clause)
-    word = _first_word(clause)
+def _clause_is_request(opening: str, *, opens: bool) -> bool:
+    """Whether a clause, from its first word that carries meaning
+    (`_opening`), is a request. Dispatched on that word: a set lookup
+    decides most clauses without a regex (this runs on every sentence that
+    names an object)."""
+    word = _word_of(opening)
     if word in _PROHIBITION_WORDS or opening.startswith(_PROHIBITION_OPENINGS):
         return False
     if word in _FIRST_PERSON:
@@ -303,8 +308,7 @@ def _clause_is_request(clause: str, *, opens: bool) -> bool:
         if told is None:
             return False  # "You are Penny …", a persona file's voice
         opening = opening[told.end() :]
-        first = _WORD.match(opening)
-        word = first.group() if first is not None else ""
+        word = _word_of(opening)
     elif word in _SUBJECTS:
         return False
     if word in ("let", "lets", "let's"):
@@ -328,17 +332,16 @@ def is_request(sentence: str) -> bool:
     we go on, I need you to …"); not a prohibition, refusal, condition,
     statement about the agent or field note ("Name: Maria; prefers …")."""
     for part_index, part in enumerate(_STRONG_BREAK.split(sentence)):
-        clauses = [clause for clause in _WEAK_BREAK.split(part) if clause.strip()]
-        if not clauses:
+        openings = [_opening(clause) for clause in _WEAK_BREAK.split(part) if clause.strip()]
+        if not openings:
             continue
         # "Never approve, reject or risk-rate …": what a prohibition opens,
         # the clauses after its comma continue.
-        opening = _opening(clauses[0])
-        if (_first_word(clauses[0]) in _PROHIBITION_WORDS or opening.startswith(_PROHIBITION_OPENINGS)
-                or _REFUSAL.match(opening)):
+        first = openings[0]
+        if _word_of(first) in _PROHIBITION_WORDS or first.startswith(_PROHIBITION_OPENINGS) or _REFUSAL.match(first):
             continue
         opens = part_index == 0
-        if any(_clause_is_request(clause, opens=opens and index == 0) for index, clause in enumerate(clauses)):
+        if any(_clause_is_request(opening, opens=opens and index == 0) for index, opening in enumerate(openings)):
             return True
     return False
 
@@ -347,8 +350,11 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     spans = []
     start = 0
     for boundary in _BOUNDARY.finditer(text):
-        if boundary.start() > start:
-            spans.append((start, boundary.start()))
+        # A sentence keeps its closing marks ("?!"); a break at a line does
+        # not belong to either side.
+        end = boundary.end(1) if boundary.group(1) else boundary.start()
+        if end > start:
+            spans.append((start, end))
         start = boundary.end()
     if start < len(text):
         spans.append((start, len(text)))

@@ -852,7 +852,7 @@ KNOWN_VERSIONS = {
     "2026.12.16": "619e55336dbc4321",
     # Twelfth pass: the disclosure rule's learned reading
     # (scanning/disclosure_cue.py) judges the requests the rules did not read.
-    "2026.12.17": "5f29164af08f0532",
+    "2026.12.17": "3b9068409e342bf1",
 }
 
 

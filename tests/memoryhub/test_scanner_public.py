@@ -33,6 +33,9 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
+    # 132/153 = 86.3 % with rules 2026.12.17, the disclosure rule's learned
+    # reading (its first run; 106/153 with 2026.12.16; 2026.12.18 reached
+    # 135/153 but flagged 7/308 held-out prose texts and was reverted);
     # 106/153 = 69.3 % with rules 2026.12.16 (dagnelli's leakage prompts added:
     # their first run with 2026.12.15 was 18/41, the class 104/153; the 112
     # cases before them stand at 87/112); 86/112 with rules 2026.12.11,
@@ -40,11 +43,17 @@ SHORT_OF_TARGET = {
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.69,
+    ("heldout", "sysprompt"): 0.86,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).
-FLAGGED_SHORT_OF_TARGET: dict[tuple[str, str], float] = {}
+FLAGGED_SHORT_OF_TARGET: dict[tuple[str, str], float] = {
+    # garak's ordinary requests to an assistant: two held-out cases, one of
+    # which the learned disclosure reading flags since rules 2026.12.17 (0/2
+    # before). Not a class of the targets (prose, code, notes), and
+    # held out, so not read; docs/scanner.md, "Twelfth pass".
+    ("heldout", "request"): 0.5,
+}
 
 
 def _rates(split: str) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[tuple[str, str], list[int]]]:
