@@ -30,8 +30,8 @@ hard) and 0.5 % of the other short benign texts score above it;
 `in_document` the least at which none of the benign texts longer than
 `STANDALONE_CHARS` does, and never below `standalone`.
 
-Deterministic: full-batch gradient descent from zeros on standardised
-features, fixed steps, classes balanced; `--check` rebuilds and compares
+Deterministic: build_learned's regression (full-batch gradient descent from
+zeros on standardised features, classes balanced), 800 steps; `--check` rebuilds and compares
 with the committed file within a tolerance, since the int8 encoder's last
 digits can differ between CPUs (a test does the same).
 """
@@ -50,11 +50,16 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from memoryhub.scanning.build_learned import fit_logistic
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).with_name("disclosure_cue.json")
+# The regression is build_learned's (same rate and L2), run longer.
 STEPS = 800
-RATE = 0.5
-L2 = 1e-3
+# One of the encoder's 384 dimensions is ~1e-8 in every vector: with
+# build_learned's 1e-9 its weight would reach ~5e7 and int8 noise would move
+# the score; with 1e-6 it stays ~3e3, a contribution of ~1e-5.
+SPREAD_FLOOR = 1e-6
 FOLDS = 5
 ROUNDS = 2
 MAX_LOOKALIKES_ABOVE = 0.05
@@ -133,25 +138,6 @@ def _structure_test_cases() -> list[Text]:
     return texts
 
 
-def _fit(features: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
-    # Trained on standardised features; the scaling is folded back into the
-    # weights, so the runtime projects the raw unit vector.
-    mean = features.mean(axis=0)
-    spread = features.std(axis=0) + 1e-6
-    scaled = (features - mean) / spread
-    weights = np.zeros(features.shape[1], dtype=np.float64)
-    bias = 0.0
-    positives = max(1, int(labels.sum()))
-    negatives = max(1, len(labels) - positives)
-    sample = np.where(labels == 1, len(labels) / (2 * positives), len(labels) / (2 * negatives))
-    for _ in range(STEPS):
-        scores = 1.0 / (1.0 + np.exp(-(scaled @ weights + bias)))
-        error = (scores - labels) * sample
-        weights -= RATE * (scaled.T @ error / len(labels) + L2 * weights)
-        bias -= RATE * float(error.mean())
-    return weights / spread, bias - float((weights * mean / spread).sum())
-
-
 class Bags:
     """Every training text's sentences as the cue reads them, embedded once."""
 
@@ -182,7 +168,7 @@ class Bags:
     def _fit_rows(self, unsafe: list[int], benign: list[int]) -> tuple[np.ndarray, float]:
         features = self.vectors[unsafe + benign]
         labels = np.array([1.0] * len(unsafe) + [0.0] * len(benign))
-        return _fit(features, labels)
+        return fit_logistic(features, labels, steps=STEPS, floor=SPREAD_FLOOR)
 
     def text_scores(self, weights: np.ndarray, bias: float, which: list[int]) -> np.ndarray:
         """Each text's strongest sentence (−inf when the cue reads none)."""

@@ -97,18 +97,23 @@ def training_set() -> tuple[list[str], list[int], list[str]]:
     return [texts[i] for i in keep], [labels[i] for i in keep], [kinds[i] for i in keep]
 
 
-def _fit(raw: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
+def fit_logistic(
+    raw: np.ndarray, labels: np.ndarray, *, steps: int = STEPS, floor: float = 1e-9
+) -> tuple[np.ndarray, float]:
+    """Class-balanced logistic regression by full-batch gradient descent from
+    zeros (deterministic); also the disclosure cue's (build_disclosure_cue).
+    `floor` is added to each feature's spread before it divides."""
     # Trained on standardised features; the scaling is folded back into the
-    # weights, so the runtime projects the raw mean embedding.
+    # weights, so the runtime projects the raw embedding.
     mean = raw.mean(axis=0)
-    spread = raw.std(axis=0) + 1e-9
+    spread = raw.std(axis=0) + floor
     features = (raw - mean) / spread
     weights = np.zeros(features.shape[1], dtype=np.float64)
     bias = 0.0
     positives = max(1, int(labels.sum()))
     negatives = max(1, len(labels) - positives)
     sample = np.where(labels == 1, len(labels) / (2 * positives), len(labels) / (2 * negatives))
-    for _ in range(STEPS):
+    for _ in range(steps):
         scores = 1.0 / (1.0 + np.exp(-(features @ weights + bias)))
         error = (scores - labels) * sample
         weights -= RATE * (features.T @ error / len(labels) + L2 * weights)
@@ -127,14 +132,14 @@ def build() -> dict[str, object]:
     out_of_fold = np.zeros(len(texts))
     for fold in range(FOLDS):
         held = folds == fold
-        weights, bias = _fit(features[~held], labels[~held])
+        weights, bias = fit_logistic(features[~held], labels[~held])
         out_of_fold[held] = features[held] @ weights + bias
     prose = np.array([k == "prose" for k in kinds])
     benign = labels == 0
     ranked = np.sort(out_of_fold[prose & benign])[::-1]
     allowed = int(MAX_BENIGN_PROSE_ABOVE * len(ranked))
     threshold = float(max(0.0, ranked[allowed] + 1e-3)) if len(ranked) else 0.0
-    weights, bias = _fit(features, labels)
+    weights, bias = fit_logistic(features, labels)
     unsafe = labels == 1
 
     def above(mask: np.ndarray) -> str:

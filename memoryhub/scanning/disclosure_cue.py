@@ -139,7 +139,8 @@ _FUNCTION_WORDS_TEXT = """
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 # What a persona file does with its prompt: "Follow your system prompt",
 # "Treat your instructions as confidential" keep it (the structure model's
-# own list, scanning/structure.py).
+# _KEEPING, less the verbs that also hand text over: read, return, put,
+# rewrite).
 _KEEPING_VERBS_TEXT = """
     follow obey keep respect honour honor remember consult check review apply heed observe enforce uphold
     maintain protect guard safeguard secure preserve defend trust prefer prioritise prioritize stick adhere
