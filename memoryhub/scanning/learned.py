@@ -18,8 +18,10 @@ once per process (about 0.4 s).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ CHARS = 2000
 _MAX_KNOWN_WORDS = 65536
 
 _LOCK = threading.RLock()  # embed() holds it while add() may reach _model()
-_MODEL: list[Any] = []
+_MODEL: list[_Model] = []
 
 
 class _Known:
@@ -60,14 +62,52 @@ class _Known:
 _KNOWN: list[_Known] = []
 
 
-def _model() -> Any:
+@dataclass(frozen=True)
+class _Model:
+    # (32000, 256) float16, mapped from the wheel's file: only the rows of
+    # words a process has read are resident.
+    embedding: np.ndarray
+    tokenizer: Any
+
+
+def _package_dir() -> Path:
+    """The wordllama package's folder, found without importing it (its
+    import pulls in modules the cue never uses, ~15 MB resident)."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the wordllama package is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _mapped_table(path: Path, key: str) -> np.ndarray:
+    """A tensor of a safetensors file as a read-only memory map (the format:
+    an 8-byte little-endian header length, a JSON header, the data)."""
+    with path.open("rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(length))
+    tensor = header[key]
+    start, _end = tensor["data_offsets"]
+    dtype = {"F16": np.float16, "F32": np.float32}[tensor["dtype"]]
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + length + start, shape=tuple(tensor["shape"]))
+
+
+def _model() -> _Model:
+    """wordllama's l2_supercat 256 table and tokenizer, as WordLlama.load
+    reads them but with the table left in float16 and mapped, not copied
+    to float32 (46 MB resident): rows are widened when a word is first
+    read, which gives the same float32 values (float16 widens exactly)."""
     if not _MODEL:
         with _LOCK:
             if not _MODEL:
-                import wordllama
-                from wordllama import WordLlama
+                from tokenizers import Tokenizer
 
-                model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+                folder = _package_dir()
+                tokenizer = Tokenizer.from_file(str(folder / "tokenizers" / "l2_supercat_tokenizer_config.json"))
+                # What WordLlamaInference sets.
+                tokenizer.enable_padding()
+                tokenizer.no_truncation()
+                model = _Model(_mapped_table(folder / "weights" / "l2_supercat_256.safetensors", "embedding.weight"),
+                               tokenizer)
                 _KNOWN.append(_Known(model.embedding.shape[1]))
                 _MODEL.append(model)
     return _MODEL[0]
@@ -90,7 +130,7 @@ def _pieces(batch: list[str]) -> list[np.ndarray]:
     for encoding in _model().tokenizer.encode_batch(batch, add_special_tokens=False):
         # The tokenizer pads a batch to its longest member: padding is no piece.
         ids = [piece for piece, real in zip(encoding.ids, encoding.attention_mask, strict=True) if real]
-        out.append(table[np.clip(np.array(ids, dtype=np.int64), 0, table.shape[0] - 1)])
+        out.append(np.asarray(table[np.clip(np.array(ids, dtype=np.int64), 0, table.shape[0] - 1)], dtype=np.float32))
     return out
 
 

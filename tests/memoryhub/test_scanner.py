@@ -853,6 +853,10 @@ KNOWN_VERSIONS = {
     # Twelfth pass: the disclosure rule's learned reading
     # (scanning/disclosure_cue.py) judges the requests the rules did not read.
     "2026.12.17": "3b9068409e342bf1",
+    # (2026.12.18 was the twelfth pass's second round, reverted.) The same
+    # findings as 2026.12.17: wordllama's table is mapped in float16 from its
+    # wheel, not loaded by the package (scores equal to the bit).
+    "2026.12.19": "323c796835771391",
 }
 
 

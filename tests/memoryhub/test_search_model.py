@@ -87,3 +87,14 @@ def test_an_unknown_precision_is_refused() -> None:
 def test_the_weights_come_from_the_installed_wheel_not_a_download() -> None:
     assert (minilm.model_dir() / "model.safetensors").is_file()
     assert minilm.load().layers and len(minilm.load().layers) == 6
+
+
+def test_the_int8_weights_are_mapped_from_a_file_beside_the_graph() -> None:
+    """ONNX Runtime maps external weights instead of copying them: the word
+    table's unread rows cost a process nothing (docs/scanner.md, "Memory").
+    Inline weights would put the whole 58 MB graph in every process."""
+    path = minilm_onnx._cached_model("int8")
+    data = path.with_name(path.name + ".data")
+    assert data.is_file() and data.stat().st_size > 20_000_000
+    assert path.stat().st_size < 1_000_000
+    assert minilm_onnx.embed(["Prefers email over phone."]).shape == (1, minilm.DIM)
