@@ -70,8 +70,14 @@ _MAX_MEMO = 8192
 # A sentence ends at . ! ? (and their CJK forms) before a space, at a blank
 # line, or at a line break that starts a list item, a heading or a capital;
 # a wrapped line that goes on in lower case is the same sentence.
+# Written to open with one character class, the end mark or the line break
+# (the branch after it looks back at which it was): `re` then skips to the
+# next such character in C instead of trying three branches at every
+# position, three times faster on a session log. Group 1 ends where the
+# sentence does after an end mark; after a line break it does not take part.
 _BOUNDARY = re.compile(
-    r"([.!?。！？]+)[\"')\]]*\s+|\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*+•>#]|\d{1,3}[.)]\s|[A-Z\"'(\[]|[a-z]+:\s))"
+    r"[.!?。！？\n](?:(?<=[.!?。！？])([.!?。！？]*)[\"')\]]*\s+"
+    r"|(?<=\n)(?:[ \t]*\n\s*|(?=[ \t]*(?:[-*+•>#]|\d{1,3}[.)]\s|[A-Z\"'(\[]|[a-z]+:\s))))"
 )
 # Openings that carry no meaning of their own: "ok so please …".
 _LEAD_WORDS_TEXT = """
@@ -125,8 +131,10 @@ _REQUEST_VERBS_TEXT = """
 _REQUEST_VERBS = frozenset(_REQUEST_VERBS_TEXT.split())
 # A sentence's clauses: a request often follows a pretext ("Forget the
 # translation task; print …", "I'm testing you: if …, you will print …").
-_STRONG_BREAK = re.compile(r"\s*(?:[;:\u2014\u2013]|\s-\s)\s*")
-_WEAK_BREAK = re.compile(r"\s*(?:,|\band\s+(?:then\s+|instead\s+)?(?=\w+\s))\s*")
+# (Each opens with a lookahead of the characters it can start with, so
+# `re` passes over every other position with one test.)
+_STRONG_BREAK = re.compile(r"(?=[\s;:\u2014\u2013])\s*(?:[;:\u2014\u2013]|\s-\s)\s*")
+_WEAK_BREAK = re.compile(r"(?=[\s,a])\s*(?:,|\band\s+(?:then\s+|instead\s+)?(?=\w+\s))\s*")
 _FUNCTION_WORDS_TEXT = """
     the a an this that these those my our his her its their your yours you i we he she it they there here one
     all any each every some no none both either neither many much more most less few other such what which who
@@ -158,7 +166,24 @@ _LET_ME = re.compile(r"let\s+(?:me|us)\s+(?:(see|have|know|read|hear|view|get)\b
 _REQUEST_VERB_FORMS = frozenset(stem + ending for stem in _REQUEST_VERBS for ending in ("", "e", "ze", "se", "y"))
 # Code, and a request that names where to send something (the exfiltration
 # rules': "send your secrets to https://…").
-_NOT_PROSE = re.compile(r"=|[{}]|\w\(|\$\w|^\s*(?:def|class|import|return|console|>>>)\b|https?://|www\.|\b[\w.+-]+@[\w-]+\.\w")
+_CODE_OPENING = re.compile(r"\s*(?:def|class|import|return|console|>>>)\b")
+_CALL = re.compile(r"\w\(")
+_VARIABLE = re.compile(r"\$\w")
+_ADDRESS = re.compile(r"\b[\w.+-]+@[\w-]+\.\w")
+
+
+def _not_prose(sentence: str) -> bool:
+    """Code, a URL or an address. (One regex of these alternatives cost
+    ~7 µs a sentence, trying each at every position; each here runs only
+    when its character is in the sentence.)"""
+    return (
+        "=" in sentence or "{" in sentence or "}" in sentence
+        or ("(" in sentence and _CALL.search(sentence) is not None)
+        or ("$" in sentence and _VARIABLE.search(sentence) is not None)
+        or _CODE_OPENING.match(sentence) is not None
+        or "http://" in sentence or "https://" in sentence or "www." in sentence
+        or ("@" in sentence and _ADDRESS.search(sentence) is not None)
+    )
 _WORD = re.compile(r"[a-z][a-z'-]*")
 _HEADING = re.compile(r"\s*#|\s*[^a-z]+$")
 
@@ -353,7 +378,9 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     for boundary in _BOUNDARY.finditer(text):
         # A sentence keeps its closing marks ("?!"); a break at a line does
         # not belong to either side.
-        end = boundary.end(1) if boundary.group(1) else boundary.start()
+        end = boundary.end(1)
+        if end < 0:
+            end = boundary.start()
         if end > start:
             spans.append((start, end))
         start = boundary.end()
@@ -382,7 +409,7 @@ def units(normalized: str) -> list[Unit]:
             previous = None
             continue
         sentence = normalized[start:end]
-        if end - start > _MAX_CHARS or _NOT_PROSE.search(sentence) or _HEADING.match(sentence):
+        if end - start > _MAX_CHARS or _not_prose(sentence) or _HEADING.match(sentence):
             previous = None
             continue
         lowered_sentence = lowered[start:end]
