@@ -239,7 +239,9 @@ def _cached_model(precision: str) -> Path:
     if precision == "float32":
         return float_path
     int8_path = folder / f"{stem}-int8-mapped.onnx"
-    if not int8_path.is_file():
+    # Both files, or neither: a graph whose weights file was deleted is built
+    # again rather than failing to load.
+    if not (int8_path.is_file() and int8_path.with_name(int8_path.name + ".data").is_file()):
         _write_mapped(int8_path, _quantized(float_path))
     return int8_path
 

@@ -7,8 +7,10 @@ float32 one."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,3 +100,18 @@ def test_the_int8_weights_are_mapped_from_a_file_beside_the_graph() -> None:
     assert data.is_file() and data.stat().st_size > 20_000_000
     assert path.stat().st_size < 1_000_000
     assert minilm_onnx.embed(["Prefers email over phone."]).shape == (1, minilm.DIM)
+
+
+def test_a_graph_whose_weights_file_was_deleted_is_built_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deleting the model files is documented as safe (docs/operations.md):
+    deleting one of the pair too. (The float32 graph is copied in, so only
+    the int8 step runs again.)"""
+    built = minilm_onnx._cached_model("float32")
+    (tmp_path / "models").mkdir()
+    shutil.copy(built, tmp_path / "models" / built.name)
+    monkeypatch.setattr(minilm_onnx, "_var_dir", lambda: tmp_path)
+    path = minilm_onnx._cached_model("int8")
+    data = path.with_name(path.name + ".data")
+    data.unlink()
+    assert minilm_onnx._cached_model("int8") == path
+    assert data.is_file() and data.stat().st_size > 20_000_000
