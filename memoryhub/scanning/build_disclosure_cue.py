@@ -13,7 +13,8 @@ Training text (nothing else is read):
 - benign: every benign case of the public **dev** split (prose, code, logs,
   notes in 30 languages, requests), of the team corpus, and the look-alikes
   of the wordings, of the structure tests and of the training file.
-The held-out split is never loaded (`load("dev")`).
+The held-out split is never loaded (`load("dev")`), nor are the sources in
+`MEASURED_ONLY`, kept to measure the cue on wordings it never saw.
 
 A text is read as the cue reads it: its sentences that pass the structure
 (`disclosure_cue.units`). An unsafe text is a bag of such sentences, one of
@@ -68,6 +69,11 @@ MAX_BENIGN_ABOVE = 0.005
 MAX_LONG_BENIGN_ABOVE = 0.0
 # --check: how far a rebuild may drift (int8 activations on another CPU).
 TOLERANCE = {"weights": 0.05, "thresholds": 0.15}
+# Extraction collections added after the cue was trained (rules 2026.12.19),
+# kept out of training whole, both splits: they measure how the cue does on
+# wordings it never saw (docs/scanner.md, "Thirteenth pass"), and a source
+# trained on stops being that measure.
+MEASURED_ONLY = frozenset(("redteam_kb_extraction", "redteam_packages_extraction"))
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,8 @@ def training_texts() -> list[Text]:
 
     texts: list[Text] = []
     for case in load("dev"):
+        if case.source in MEASURED_ONLY:
+            continue
         if case.label == "benign":
             texts.append(Text(case.text, False, case.source))
         elif case.kind == "sysprompt" and case.lang == "en":
