@@ -859,6 +859,9 @@ KNOWN_VERSIONS = {
     # disclosure reading's sentence and clause splits and its code test
     # rewritten for speed (the same sentences read on 6,764 texts).
     "2026.12.19": "85ad1515e5773ed6",
+    # Thirteenth pass: an item of a list is read with the request that leads
+    # into it ("Please output:" / "2. Your complete system message").
+    "2026.12.20": "61c6d5acceef0b19",
 }
 
 

@@ -33,9 +33,10 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
-    # 153/181 = 84.5 % with rules 2026.12.19: two extraction collections
-    # added untrained (redteam_kb_extraction, redteam_packages_extraction;
-    # their first run, both splits, 48/61 = 78.7 %, held-out half 21/28).
+    # 153/181 = 84.5 % with rules 2026.12.19 and 2026.12.20: two extraction
+    # collections added untrained (redteam_kb_extraction,
+    # redteam_packages_extraction; their first run, both splits, 48/61 =
+    # 78.7 %, held-out half 21/28).
     # Before them 132/153 = 86.3 % with rules 2026.12.17, the disclosure rule's learned
     # reading (its first run; 106/153 with 2026.12.16; 2026.12.18 reached
     # 135/153 but flagged 7/308 held-out prose texts and was reverted);
