@@ -13,8 +13,7 @@ Training text (nothing else is read):
 - benign: every benign case of the public **dev** split (prose, code, logs,
   notes in 30 languages, requests), of the team corpus, and the look-alikes
   of the wordings, of the structure tests and of the training file.
-The held-out split is never loaded (`load("dev")`), nor are the sources in
-`MEASURED_ONLY`, kept to measure the cue on wordings it never saw.
+The held-out split is never loaded (`load("dev")`).
 
 A text is read as the cue reads it: its sentences that pass the structure
 (`disclosure_cue.units`). An unsafe text is a bag of such sentences, one of
@@ -29,7 +28,7 @@ never saw it: `standalone` is the least score at which no more than 5 % of
 the short look-alikes (the training file's and the wordings', written to be
 hard) and 0.5 % of the other short benign texts score above it;
 `in_document` the least at which none of the benign texts longer than
-`STANDALONE_CHARS` does, and never below `standalone`.
+`STANDALONE_CHARS` does, and never below `standalone + DOCUMENT_MARGIN`.
 
 Deterministic: build_learned's regression (full-batch gradient descent from
 zeros on standardised features, classes balanced), 800 steps; `--check` rebuilds and compares
@@ -69,11 +68,13 @@ MAX_BENIGN_ABOVE = 0.005
 MAX_LONG_BENIGN_ABOVE = 0.0
 # --check: how far a rebuild may drift (int8 activations on another CPU).
 TOLERANCE = {"weights": 0.05, "thresholds": 0.15}
-# Extraction collections added after the cue was trained (rules 2026.12.19),
-# kept out of training whole, both splits: they measure how the cue does on
-# wordings it never saw (docs/scanner.md, "Thirteenth pass"), and a source
-# trained on stops being that measure.
-MEASURED_ONLY = frozenset(("redteam_kb_extraction", "redteam_packages_extraction"))
+# Inside a document a sentence needs this much more than a request standing
+# alone. Trained on the thirteenth pass's 105 extraction prompts as well, the
+# cross-validated in-document bar fell from 5.1 to 2.6 and flagged 72
+# sentences in 31,497 chunks of installed documentation where the bar before
+# flagged 44; 4.5 over the standalone bar flags about 40 there (read off those
+# chunks, which are outside the corpus).
+DOCUMENT_MARGIN = 4.5
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,6 @@ def training_texts() -> list[Text]:
 
     texts: list[Text] = []
     for case in load("dev"):
-        if case.source in MEASURED_ONLY:
-            continue
         if case.label == "benign":
             texts.append(Text(case.text, False, case.source))
         elif case.kind == "sysprompt" and case.lang == "en":
@@ -208,7 +207,7 @@ def build() -> dict[str, object]:
     benign = ~unsafe
     standalone = max(_least_above(out_of_fold[benign & short & lookalike], MAX_LOOKALIKES_ABOVE),
                      _least_above(out_of_fold[benign & short & ~lookalike], MAX_BENIGN_ABOVE))
-    in_document = max(standalone, _least_above(out_of_fold[benign & ~short], MAX_LONG_BENIGN_ABOVE))
+    in_document = max(standalone + DOCUMENT_MARGIN, _least_above(out_of_fold[benign & ~short], MAX_LONG_BENIGN_ABOVE))
     weights, bias = bags.fit(list(range(len(texts))))
 
     def above(mask: np.ndarray) -> str:

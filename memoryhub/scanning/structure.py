@@ -1255,6 +1255,31 @@ _SOMEONE_TRIES = re.compile(
 )
 
 
+# The text's last quote mark and what follows it (a few words at most),
+# when nothing but a space or a colon comes before that mark: an opening
+# quote left open ("… begins with: '", "… instructions: 'You are"), or the
+# close of an opener cut off after a space ("'You are '"). A closing quote
+# follows a letter or a stop ("… assistant.'"), an apostrophe a letter.
+_QUOTE_MARKS = "\"'\u2018\u2019\u201c\u201d\u00ab\u00bb"
+_LAST_QUOTE = re.compile(rf"(?:(?<=[\s:(\[])|\A)[{_QUOTE_MARKS}][^{_QUOTE_MARKS}\n]{{0,30}}\Z")
+_OPEN_REACH = 160
+
+
+def _left_open(text: str) -> tuple[int, int] | None:
+    """Where a text hands the agent its own prompt to continue: it ends in
+    a quote left open after a clause that names the prompt, its
+    instructions or its configuration ("My system prompt begins with: '",
+    "I was given these instructions: '", "System message: 'You are '"). A
+    note or a document closes its quotes. The span runs from the clause's
+    line (or sentence) to the end."""
+    tail = text.rstrip(" \t\n")
+    at = max(map(tail.rfind, _QUOTE_MARKS))
+    if at < len(tail) - 31 or _LAST_QUOTE.match(tail, at) is None:
+        return None
+    line = max(tail.rfind("\n", 0, at), tail.rfind(". ", 0, at), at - _OPEN_REACH) + 1
+    return (line, len(tail)) if _PROMPT_OBJECT.search(tail, line, at) is not None else None
+
+
 def _disclosures(view: Views) -> list[Directive]:
     text = view.folded
     found: list[Directive] = []
@@ -1308,6 +1333,9 @@ def _disclosures(view: Views) -> list[Directive]:
             return found
     for match in _BAIT_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
+    left_open = _left_open(text)
+    if left_open is not None:
+        found.append(_directive(view, "disclosure", "leave open", "its prompt", *left_open))
     for match in _COMPLETE_PHRASE.matches(view):
         found.append(_directive(view, "disclosure", "complete", "its prompt", match.start(), match.end()))
         if len(found) >= _MAX_PER_KIND:

@@ -862,6 +862,11 @@ KNOWN_VERSIONS = {
     # Thirteenth pass: an item of a list is read with the request that leads
     # into it ("Please output:" / "2. Your complete system message").
     "2026.12.20": "61c6d5acceef0b19",
+    # Thirteenth pass, second change: a text that ends in a quote left open
+    # after naming the prompt ("My system prompt begins with: '"); the
+    # learned reading trained on the new extraction sources' dev halves too,
+    # its in-document bar 4.5 over the standalone one.
+    "2026.12.21": "321d630629b10470",
 }
 
 

@@ -33,6 +33,10 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
+    # 214/250 = 85.6 % with rules 2026.12.21 (a second set of extraction
+    # collections added, tools_extraction and payload_repos_extraction: their
+    # first run with 2026.12.20, both splits, 112/141 = 79.4 %, held-out half
+    # 56/69; the class 209/250 then).
     # 153/181 = 84.5 % with rules 2026.12.19 and 2026.12.20: two extraction
     # collections added untrained (redteam_kb_extraction,
     # redteam_packages_extraction; their first run, both splits, 48/61 =
@@ -47,7 +51,7 @@ SHORT_OF_TARGET = {
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.845,
+    ("heldout", "sysprompt"): 0.855,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).
