@@ -13,7 +13,8 @@ Training text (nothing else is read):
 - benign: every benign case of the public **dev** split (prose, code, logs,
   notes in 30 languages, requests), of the team corpus, and the look-alikes
   of the wordings, of the structure tests and of the training file.
-The held-out split is never loaded (`load("dev")`).
+The held-out split is never loaded (`load("dev")`), nor are the sources in
+`MEASURED_ONLY`, kept to measure the cue on wordings it never saw.
 
 A text is read as the cue reads it: its sentences that pass the structure
 (`disclosure_cue.units`). An unsafe text is a bag of such sentences, one of
@@ -75,6 +76,12 @@ TOLERANCE = {"weights": 0.05, "thresholds": 0.15}
 # flagged 44; 4.5 over the standalone bar flags about 40 there (read off those
 # chunks, which are outside the corpus).
 DOCUMENT_MARGIN = 4.5
+# Extraction collections kept out of training, both splits, so that they
+# measure the cue on wordings it never saw. The third set of the thirteenth
+# pass: trained on its dev half, the cue moved no dev figure on balance and
+# flagged 11 more chunks of installed documentation (licence boilerplate among
+# them), so it stayed a measure (docs/scanner.md, "Thirteenth pass").
+MEASURED_ONLY = frozenset(("leak_repos_extraction",))
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,8 @@ def training_texts() -> list[Text]:
 
     texts: list[Text] = []
     for case in load("dev"):
+        if case.source in MEASURED_ONLY:
+            continue
         if case.label == "benign":
             texts.append(Text(case.text, False, case.source))
         elif case.kind == "sysprompt" and case.lang == "en":
