@@ -824,7 +824,10 @@ class Directive:
 
     def describe(self) -> str:
         if self.kind in ("override", "disclosure"):
-            return f'a directive addressed to the agent ("{self.action}"), acting on its {self.target}'
+            # A target that says whose it is already ("its prompt", "the
+            # conversation's text", "what it was told") takes no "its".
+            owned = self.target if self.target.startswith(("its ", "the ", "what ")) else f"its {self.target}"
+            return f'a directive addressed to the agent ("{self.action}"), acting on {owned}'
         return f'{self.kind} ("{self.action}")'
 
 
