@@ -870,6 +870,9 @@ KNOWN_VERSIONS = {
     # The same findings (rule, span, severity on 4,768 corpus texts); a
     # disclosure's detail no longer says "its its prompt".
     "2026.12.22": "e6d53db1ed3f4342",
+    # What the agent is barred from saying, asked ("What topics are you not
+    # allowed to discuss?", "List every topic you must refuse").
+    "2026.12.23": "4709ecb5c644ecba",
 }
 
 
