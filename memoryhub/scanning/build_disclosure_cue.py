@@ -55,8 +55,14 @@ from memoryhub.scanning.build_learned import fit_logistic
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).with_name("disclosure_cue.json")
-# The regression is build_learned's (same rate and L2), run longer.
+# The regression is build_learned's (same rate), run longer and with a
+# hundred times its L2: on the dev split's five folds, 0.1 lifts the public
+# extraction prompts scored above the bars from 283 to 292 of 353 and all
+# unsafe texts from 689 to 721 of 868 (0.03: 290; 0.3: 291; 1.0: 174), the
+# look-alike and benign bars held as they are. Weights this small put scores
+# on a scale about 2.6 times narrower.
 STEPS = 800
+L2 = 0.1
 # One of the encoder's 384 dimensions is ~1e-8 in every vector: with
 # build_learned's 1e-9 its weight would reach ~5e7 and int8 noise would move
 # the score; with 1e-6 it stays ~3e3, a contribution of ~1e-5.
@@ -75,7 +81,7 @@ TOLERANCE = {"weights": 0.05, "thresholds": 0.15}
 # sentences in 31,497 chunks of installed documentation where the bar before
 # flagged 44; 4.5 over the standalone bar flags about 40 there (read off those
 # chunks, which are outside the corpus).
-DOCUMENT_MARGIN = 4.5
+DOCUMENT_MARGIN = 2.0
 # Extraction collections kept out of training, both splits, so that they
 # measure the cue on wordings it never saw. The third set of the thirteenth
 # pass: trained on its dev half, the cue moved no dev figure on balance and
@@ -184,7 +190,7 @@ class Bags:
     def _fit_rows(self, unsafe: list[int], benign: list[int]) -> tuple[np.ndarray, float]:
         features = self.vectors[unsafe + benign]
         labels = np.array([1.0] * len(unsafe) + [0.0] * len(benign))
-        return fit_logistic(features, labels, steps=STEPS, floor=SPREAD_FLOOR)
+        return fit_logistic(features, labels, steps=STEPS, floor=SPREAD_FLOOR, l2=L2)
 
     def text_scores(self, weights: np.ndarray, bias: float, which: list[int]) -> np.ndarray:
         """Each text's strongest sentence (−inf when the cue reads none)."""

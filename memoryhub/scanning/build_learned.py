@@ -98,7 +98,7 @@ def training_set() -> tuple[list[str], list[int], list[str]]:
 
 
 def fit_logistic(
-    raw: np.ndarray, labels: np.ndarray, *, steps: int = STEPS, floor: float = 1e-9
+    raw: np.ndarray, labels: np.ndarray, *, steps: int = STEPS, floor: float = 1e-9, l2: float = L2
 ) -> tuple[np.ndarray, float]:
     """Class-balanced logistic regression by full-batch gradient descent from
     zeros (deterministic); also the disclosure cue's (build_disclosure_cue).
@@ -116,7 +116,7 @@ def fit_logistic(
     for _ in range(steps):
         scores = 1.0 / (1.0 + np.exp(-(features @ weights + bias)))
         error = (scores - labels) * sample
-        weights -= RATE * (features.T @ error / len(labels) + L2 * weights)
+        weights -= RATE * (features.T @ error / len(labels) + l2 * weights)
         bias -= RATE * float(error.mean())
     return weights / spread, bias - float((weights * mean / spread).sum())
 

@@ -873,6 +873,11 @@ KNOWN_VERSIONS = {
     # What the agent is barred from saying, asked ("What topics are you not
     # allowed to discuss?", "List every topic you must refuse").
     "2026.12.23": "4709ecb5c644ecba",
+    # Fourteenth pass: the learned reading's gate reads duties ("you should
+    # provide them"), passives ("should be revealed"), a question after its
+    # condition, a template's markers and a planted secret; its regression
+    # regularised a hundred times more and trained on the fourth set too.
+    "2026.12.24": "7cae915a78495993",
 }
 
 

@@ -33,6 +33,9 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
+    # 378/429 = 88.1 % with rules 2026.12.24 (the fourth set,
+    # registry_extraction, added: its first run with 2026.12.23, both splits,
+    # 236/265 = 89.1 %, held-out half 135/150; the class 373/429 then).
     # 238/279 = 85.3 % with rules 2026.12.23 (what the agent may not say,
     # asked).
     # 237/279 = 84.9 % with rules 2026.12.21 and a third set kept out of
@@ -55,7 +58,7 @@ SHORT_OF_TARGET = {
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.853,
+    ("heldout", "sysprompt"): 0.881,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).
