@@ -142,7 +142,7 @@ __all__ = (
 # Bump whenever a rule changes what it finds. Stored with session snapshots
 # and part of every cache key; test_scanner pins it to rules_fingerprint(),
 # so changing a rule without bumping it fails the build.
-RULES_VERSION = "2026.12.24"
+RULES_VERSION = "2026.12.25"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a
@@ -263,7 +263,7 @@ def _scan_all_uncached(text: str) -> tuple[Finding, ...]:
 
 def _scan_decoded(normalized: str, found: dict[str, Finding], depth: int = 0) -> None:
     """Rescan what hides under an encoding (base64, hex, rot13, percent and
-    entity encoding, reversed text); a finding there is reported at the
+    entity encoding, reversed text, shuffled letters); a finding there is reported at the
     encoded span and says how it was decoded. Two levels deep: base64 inside
     base64 is as easy for a model to read as one layer."""
     for candidate in decoding.candidates(normalized):

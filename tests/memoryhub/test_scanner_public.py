@@ -33,6 +33,7 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
+    # 379/429 = 88.3 % with rules 2026.12.25 (shuffled letters put back).
     # 378/429 = 88.1 % with rules 2026.12.24 (the fourth set,
     # registry_extraction, added: its first run with 2026.12.23, both splits,
     # 236/265 = 89.1 %, held-out half 135/150; the class 373/429 then).
@@ -58,7 +59,7 @@ SHORT_OF_TARGET = {
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.881,
+    ("heldout", "sysprompt"): 0.883,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).
