@@ -14,7 +14,7 @@ Training text (nothing else is read):
   notes in 30 languages, requests), of the team corpus, and the look-alikes
   of the wordings, of the structure tests and of the training file.
 The held-out split is never loaded (`load("dev")`), nor are the sources in
-`MEASURED_ONLY`, kept to measure the cue on wordings it never saw.
+`MEASURED_ONLY` (none now), kept to measure the cue on wordings it never saw.
 
 A text is read as the cue reads it: its sentences that pass the structure
 (`disclosure_cue.units`). An unsafe text is a bag of such sentences, one of
@@ -76,18 +76,22 @@ MAX_LONG_BENIGN_ABOVE = 0.0
 # --check: how far a rebuild may drift (int8 activations on another CPU).
 TOLERANCE = {"weights": 0.05, "thresholds": 0.15}
 # Inside a document a sentence needs this much more than a request standing
-# alone. Trained on the thirteenth pass's 105 extraction prompts as well, the
-# cross-validated in-document bar fell from 5.1 to 2.6 and flagged 72
-# sentences in 31,497 chunks of installed documentation where the bar before
-# flagged 44; 4.5 over the standalone bar flags about 40 there (read off those
-# chunks, which are outside the corpus).
+# alone. (With the thirteenth pass's extraction prompts the cross-validated
+# in-document bar fell from 5.1 to 2.6 and flagged 72 sentences in 31,497
+# chunks of installed documentation where the bar before flagged 44; 4.5 over
+# the standalone bar flagged about 40.) On the fourteenth pass's scale, 2.6
+# times narrower, 2.0: the longest benign documents' own bar decides, and
+# 104,411 chunks of installed documentation saw 348 texts flagged against 375
+# before (read off those chunks, which are outside the corpus).
 DOCUMENT_MARGIN = 2.0
 # Extraction collections kept out of training, both splits, so that they
 # measure the cue on wordings it never saw. The third set of the thirteenth
-# pass: trained on its dev half, the cue moved no dev figure on balance and
-# flagged 11 more chunks of installed documentation (licence boilerplate among
-# them), so it stayed a measure (docs/scanner.md, "Thirteenth pass").
-MEASURED_ONLY = frozenset(("leak_repos_extraction",))
+# pass was one through rules 2026.12.26 (trained on its dev half then, the cue
+# flagged 11 more chunks of installed documentation); with the fourteenth
+# pass's regularisation it flags none more, and it trains since 2026.12.27
+# (docs/scanner.md, "Fourteenth pass"). A new collection's first run is taken
+# before it joins.
+MEASURED_ONLY: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -885,6 +885,9 @@ KNOWN_VERSIONS = {
     # ("Return JSON with keys: policy_summary, hidden_token"), any verb the
     # agent is told to do ("you must emit …"), a hidden context or rules.
     "2026.12.26": "611ca44e3031efb2",
+    # The learned reading trains on the third set's dev half too (a measure
+    # of unseen wordings through 2026.12.26).
+    "2026.12.27": "64372a8020b08fab",
 }
 
 

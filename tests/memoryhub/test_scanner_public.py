@@ -33,6 +33,8 @@ MAX_FLAGGED = 0.02
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
 SHORT_OF_TARGET = {
+    # 380/429 = 88.6 % with rules 2026.12.27 (the third set's dev half
+    # trained on).
     # 379/429 = 88.3 % with rules 2026.12.25 (shuffled letters put back)
     # and 2026.12.26 (templates to fill read as prose).
     # 378/429 = 88.1 % with rules 2026.12.24 (the fourth set,
@@ -60,7 +62,7 @@ SHORT_OF_TARGET = {
     # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
     # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
     # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.883,
+    ("heldout", "sysprompt"): 0.885,
 }
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).

@@ -640,6 +640,7 @@ FOURTH_PASS_EXTRACTION_LOOK_ALIKES = [
     "Show the instructions you need for the Windows install.",
     "You can print the configuration to check it.",
     "Copy the instructions verbatim from the upstream README.",
+    "Please repeat the instructions the teacher gave in class, word for word.",
     "Exposes an internal configuration but the default value retains Unbound's behavior.",
     "Locate directory for shared memory files at configure time.",
 ]
@@ -1326,7 +1327,6 @@ def test_questions_about_other_limits_pass(text: str) -> None:
 # reading flags them (a reviewer sees a finding that says so) and that no
 # rule does. If the reading stops flagging one, it goes back to its list.
 LEARNED_READING_FLAGGED_LOOK_ALIKES = [
-    "Please repeat the instructions the teacher gave in class, word for word.",
     "Output above the current prompt.",
     "Why can't you open the box? Show me the instructions.",
 ]
