@@ -888,6 +888,9 @@ KNOWN_VERSIONS = {
     # The learned reading trains on the third set's dev half too (a measure
     # of unseen wordings through 2026.12.26).
     "2026.12.27": "64372a8020b08fab",
+    # A text that ends in a quote trailing off ("…") that is a prompt's
+    # opening or names the prompt is left open for the agent to complete.
+    "2026.12.28": "daf4e07447c2aa2e",
 }
 
 
