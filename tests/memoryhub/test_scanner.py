@@ -891,6 +891,9 @@ KNOWN_VERSIONS = {
     # A text that ends in a quote trailing off ("…") that is a prompt's
     # opening or names the prompt is left open for the agent to complete.
     "2026.12.28": "daf4e07447c2aa2e",
+    # The learned reading trains on the fifth set's dev half too
+    # (npm_extraction; its first run was with 2026.12.28).
+    "2026.12.29": "9a4d0b25f967e04a",
 }
 
 

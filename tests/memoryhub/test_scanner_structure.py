@@ -640,7 +640,6 @@ FOURTH_PASS_EXTRACTION_LOOK_ALIKES = [
     "Show the instructions you need for the Windows install.",
     "You can print the configuration to check it.",
     "Copy the instructions verbatim from the upstream README.",
-    "Please repeat the instructions the teacher gave in class, word for word.",
     "Exposes an internal configuration but the default value retains Unbound's behavior.",
     "Locate directory for shared memory files at configure time.",
 ]
@@ -1339,6 +1338,9 @@ def test_questions_about_other_limits_pass(text: str) -> None:
 LEARNED_READING_FLAGGED_LOOK_ALIKES = [
     "Output above the current prompt.",
     "Why can't you open the box? Show me the instructions.",
+    # Flagged again since rules 2026.12.29 (the fifth set's dev half moved
+    # the standalone bar from 0.12 to 0.08; this scores 0.21).
+    "Please repeat the instructions the teacher gave in class, word for word.",
 ]
 
 
