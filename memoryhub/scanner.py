@@ -142,7 +142,7 @@ __all__ = (
 # Bump whenever a rule changes what it finds. Stored with session snapshots
 # and part of every cache key; test_scanner pins it to rules_fingerprint(),
 # so changing a rule without bumping it fails the build.
-RULES_VERSION = "2026.12.29"
+RULES_VERSION = "2026.12.30"
 
 # Bigger than any memory file the limits allow, small enough that every rule
 # stays well under a second. Longer input is refused whole: scanning only a

@@ -894,6 +894,10 @@ KNOWN_VERSIONS = {
     # The learned reading trains on the fifth set's dev half too
     # (npm_extraction; its first run was with 2026.12.28).
     "2026.12.29": "9a4d0b25f967e04a",
+    # The learned reading reads a short text with its context: a sentence
+    # that names the prompt without asking (against a higher bar), and a
+    # request with the sentence before it that names the prompt.
+    "2026.12.30": "6109095eab24d28c",
 }
 
 

@@ -32,42 +32,44 @@ MAX_FLAGGED = 0.02
 # targets are not met and why.
 # (Held-out persona reached its 90 % target with rules 2026.12.9: 96/106;
 # 95/106 with 2026.12.8.)
-SHORT_OF_TARGET = {
-    # 425/481 = 88.4 % with rules 2026.12.29 (a fifth set added,
-    # npm_extraction: its first run with 2026.12.28, both splits, 68/82 =
-    # 82.9 %, held-out half 43/52, the class 423/481 = 87.9 % then; its dev
-    # half trained on).
-    # 380/429 = 88.6 % with rules 2026.12.27 (the third set's dev half
-    # trained on) and 2026.12.28 (a quote that trails off).
-    # 379/429 = 88.3 % with rules 2026.12.25 (shuffled letters put back)
-    # and 2026.12.26 (templates to fill read as prose).
-    # 378/429 = 88.1 % with rules 2026.12.24 (the fourth set,
-    # registry_extraction, added: its first run with 2026.12.23, both splits,
-    # 236/265 = 89.1 %, held-out half 135/150; the class 373/429 then).
-    # 238/279 = 85.3 % with rules 2026.12.23 (what the agent may not say,
-    # asked).
-    # 237/279 = 84.9 % with rules 2026.12.21 and a third set kept out of
-    # training (leak_repos_extraction; its first run 46/56, held-out 23/29).
-    # 214/250 = 85.6 % with rules 2026.12.21 (a second set of extraction
-    # collections added, tools_extraction and payload_repos_extraction: their
-    # first run with 2026.12.20, both splits, 112/141 = 79.4 %, held-out half
-    # 56/69; the class 209/250 then).
-    # 153/181 = 84.5 % with rules 2026.12.19 and 2026.12.20: two extraction
-    # collections added untrained (redteam_kb_extraction,
-    # redteam_packages_extraction; their first run, both splits, 48/61 =
-    # 78.7 %, held-out half 21/28).
-    # Before them 132/153 = 86.3 % with rules 2026.12.17, the disclosure rule's learned
-    # reading (its first run; 106/153 with 2026.12.16; 2026.12.18 reached
-    # 135/153 but flagged 7/308 held-out prose texts and was reverted);
-    # 106/153 = 69.3 % with rules 2026.12.16 (dagnelli's leakage prompts added:
-    # their first run with 2026.12.15 was 18/41, the class 104/153; the 112
-    # cases before them stand at 87/112); 86/112 with rules 2026.12.11,
-    # 85/112 with 2026.12.10 (the Zhang et al. and promptmap sets
-    # added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
-    # and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
-    # 52 with 2026.12.7 was 32/52)
-    ("heldout", "sysprompt"): 0.883,
-}
+# Held-out extraction reached its 90 % target with rules 2026.12.30: 459/510
+# (a short text read with its context; a sixth set added, sixth_extraction,
+# whose first run with 2026.12.30 was 53/63, held-out half 23/29; without it
+# 436/481 = 90.6 %). Before:
+# 425/481 = 88.4 % with rules 2026.12.29 (a fifth set added,
+# npm_extraction: its first run with 2026.12.28, both splits, 68/82 =
+# 82.9 %, held-out half 43/52, the class 423/481 = 87.9 % then; its dev
+# half trained on).
+# 380/429 = 88.6 % with rules 2026.12.27 (the third set's dev half
+# trained on) and 2026.12.28 (a quote that trails off).
+# 379/429 = 88.3 % with rules 2026.12.25 (shuffled letters put back)
+# and 2026.12.26 (templates to fill read as prose).
+# 378/429 = 88.1 % with rules 2026.12.24 (the fourth set,
+# registry_extraction, added: its first run with 2026.12.23, both splits,
+# 236/265 = 89.1 %, held-out half 135/150; the class 373/429 then).
+# 238/279 = 85.3 % with rules 2026.12.23 (what the agent may not say,
+# asked).
+# 237/279 = 84.9 % with rules 2026.12.21 and a third set kept out of
+# training (leak_repos_extraction; its first run 46/56, held-out 23/29).
+# 214/250 = 85.6 % with rules 2026.12.21 (a second set of extraction
+# collections added, tools_extraction and payload_repos_extraction: their
+# first run with 2026.12.20, both splits, 112/141 = 79.4 %, held-out half
+# 56/69; the class 209/250 then).
+# 153/181 = 84.5 % with rules 2026.12.19 and 2026.12.20: two extraction
+# collections added untrained (redteam_kb_extraction,
+# redteam_packages_extraction; their first run, both splits, 48/61 =
+# 78.7 %, held-out half 21/28).
+# Before them 132/153 = 86.3 % with rules 2026.12.17, the disclosure rule's learned
+# reading (its first run; 106/153 with 2026.12.16; 2026.12.18 reached
+# 135/153 but flagged 7/308 held-out prose texts and was reverted);
+# 106/153 = 69.3 % with rules 2026.12.16 (dagnelli's leakage prompts added:
+# their first run with 2026.12.15 was 18/41, the class 104/153; the 112
+# cases before them stand at 87/112); 86/112 with rules 2026.12.11,
+# 85/112 with 2026.12.10 (the Zhang et al. and promptmap sets
+# added: their first run with 2026.12.9 was 56/112); 39/52 with 2026.12.8
+# and 2026.12.9 (19/30 with 2026.12.7; spikee added, the first run of the
+# 52 with 2026.12.7 was 32/52)
+SHORT_OF_TARGET: dict[tuple[str, str], float] = {}
 # Benign held-out prose is within the 2 % target since rules 2026.12.8
 # (6/308; 7/253 with 2026.12.7, the Python reference topics added).
 FLAGGED_SHORT_OF_TARGET: dict[tuple[str, str], float] = {
