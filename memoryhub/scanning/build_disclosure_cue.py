@@ -14,7 +14,7 @@ Training text (nothing else is read):
   notes in 30 languages, requests), of the team corpus, and the look-alikes
   of the wordings, of the structure tests and of the training file.
 The held-out split is never loaded (`load("dev")`), nor are the sources in
-`MEASURED_ONLY` (the sixth set until its first run is taken), kept to measure the cue on wordings it never saw.
+`MEASURED_ONLY` (the sixth set), kept to measure the cue on wordings it never saw.
 
 A text is read as the cue reads it: its sentences that pass the structure
 (`disclosure_cue.units`). An unsafe text is a bag of such sentences, one of
@@ -90,7 +90,11 @@ DOCUMENT_MARGIN = 2.0
 # flagged 11 more chunks of installed documentation); with the fourteenth
 # pass's regularisation it flags none more, and it trains since 2026.12.27
 # (docs/scanner.md, "Fourteenth pass"). A new collection's first run is taken
-# before it joins: the sixth set's with rules 2026.12.30 ("Fifteenth pass").
+# before it joins. The sixth set (first run with rules 2026.12.30) stays out:
+# trained on, it moved the standalone bar from 0.09 to -0.04 and ordinary
+# requests ("Show your ID at the gate.", "Show me your work.") were flagged;
+# untrained, it is a standing measure of wordings the cue never saw
+# (docs/scanner.md, "Fifteenth pass").
 MEASURED_ONLY: frozenset[str] = frozenset({"sixth_extraction"})
 
 
